@@ -1,0 +1,87 @@
+"""What adapters hand the gateway and what the gateway hands back: platform-neutral values."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from typing import Protocol
+
+
+def chat_key(platform: str, chat_id: str, thread_id: str | None = None) -> str:
+    """`platform:chat_id[:thread_id]`: a forum topic or thread is a chat of its own."""
+    return f"{platform}:{chat_id}:{thread_id}" if thread_id else f"{platform}:{chat_id}"
+
+
+@dataclass(frozen=True, slots=True)
+class InboundMessage:
+    """One message from a platform, already normalized by its adapter."""
+
+    platform: str
+    chat_id: str
+    author_id: str
+    author_name: str
+    text: str
+    # The adapter decided the bot was mentioned, replied to, or commanded (or activation=always).
+    addressed: bool
+    is_group: bool = True
+    thread_id: str | None = None
+    platform_message_id: str | None = None
+    update_id: str | None = None
+    reply_to: str | None = None
+    chat_title: str | None = None
+    # Set by adapters that already know (console --admin); None means "ask the adapter".
+    is_admin: bool | None = None
+
+    @property
+    def chat_key(self) -> str:
+        return chat_key(self.platform, self.chat_id, self.thread_id)
+
+    @property
+    def parent_chat_key(self) -> str | None:
+        return chat_key(self.platform, self.chat_id) if self.thread_id else None
+
+
+@dataclass(frozen=True, slots=True)
+class ReplyTarget:
+    """Where a reply goes: the chat (and topic / thread) and the message it answers."""
+
+    platform: str
+    chat_id: str
+    thread_id: str | None = None
+    reply_to_message_id: str | None = None
+
+    @classmethod
+    def for_message(cls, message: InboundMessage) -> ReplyTarget:
+        return cls(message.platform, message.chat_id, message.thread_id, message.platform_message_id)
+
+    @property
+    def chat_key(self) -> str:
+        return chat_key(self.platform, self.chat_id, self.thread_id)
+
+
+class DeliveryError(Exception):
+    """The platform refused or could not take a reply after the adapter's own retries."""
+
+
+class Adapter(Protocol):
+    """A platform connection. The gateway calls these; each adapter implements them."""
+
+    platform: str
+
+    async def send(self, target: ReplyTarget, text: str) -> None:
+        """Deliver `text` (Markdown from the model or a plain notice), split and retried as needed."""
+        ...
+
+    async def is_admin(self, message: InboundMessage) -> bool:
+        """Whether the author may run admin commands in this chat."""
+        ...
+
+    def typing(self, target: ReplyTarget) -> contextlib.AbstractAsyncContextManager[None]:
+        """Show a typing indicator for as long as the context is open."""
+        ...
+
+
+@contextlib.asynccontextmanager
+async def no_typing() -> AsyncIterator[None]:
+    yield

@@ -1,0 +1,264 @@
+"""The storage seam: records that cross it and the `Store` protocol every backend implements."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol
+
+from compression.state import CompressorState
+
+MessageKind = Literal["message", "summary", "note"]
+UsagePurpose = Literal["reply", "compression"]
+
+
+class StoreError(Exception):
+    """Root of storage failures."""
+
+
+class SessionNotFound(StoreError):
+    pass
+
+
+@dataclass(frozen=True, slots=True)
+class ChatRecord:
+    key: str  # "platform:chat_id[:thread_id]"
+    platform: str
+    title: str | None = None
+    parent_key: str | None = None  # a thread's parent chat, whose settings it inherits
+    is_group: bool = True
+    created_at: float = 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class SessionRecord:
+    id: int
+    chat_key: str
+    scope_user: str | None  # set when the chat's memory_scope is per_user
+    started_at: float
+    ended_at: float | None
+    active_tokens: int
+    active_messages: int
+    # Bumped by every compaction; archive_and_compact applies only when it still matches.
+    version: int
+    last_activity_at: float
+    system_prompt: str | None
+    compressor: CompressorState = field(default_factory=CompressorState)
+
+
+@dataclass(frozen=True, slots=True)
+class NewMessage:
+    role: str
+    content: Any
+    tokens: int
+    author_id: str | None = None
+    author_name: str | None = None
+    tool_calls: list[dict[str, Any]] | None = None
+    tool_call_id: str | None = None
+    name: str | None = None
+    platform_message_id: str | None = None
+    kind: MessageKind = "message"
+    created_at: float | None = None
+
+    @classmethod
+    def from_openai(
+        cls, message: dict[str, Any], tokens: int, *, kind: MessageKind = "message", **extra: Any
+    ) -> NewMessage:
+        return cls(
+            role=message["role"],
+            content=message.get("content"),
+            tokens=tokens,
+            tool_calls=message.get("tool_calls"),
+            tool_call_id=message.get("tool_call_id"),
+            name=message.get("name"),
+            kind=kind,
+            **extra,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class StoredMessage:
+    id: int
+    session_id: int
+    role: str
+    content: Any
+    tokens: int
+    created_at: float
+    active: bool
+    compacted: bool
+    kind: MessageKind
+    author_id: str | None = None
+    author_name: str | None = None
+    tool_calls: list[dict[str, Any]] | None = None
+    tool_call_id: str | None = None
+    name: str | None = None
+    platform_message_id: str | None = None
+
+    def to_openai(self) -> dict[str, Any]:
+        """The wire-format dict the model sees (no storage fields)."""
+        out: dict[str, Any] = {"role": self.role, "content": self.content}
+        if self.tool_calls:
+            out["tool_calls"] = self.tool_calls
+        if self.tool_call_id is not None:
+            out["tool_call_id"] = self.tool_call_id
+        if self.name is not None and self.role == "tool":
+            out["name"] = self.name
+        return out
+
+    @property
+    def text(self) -> str:
+        if isinstance(self.content, str):
+            return self.content
+        if self.content is None:
+            return ""
+        return json.dumps(self.content, ensure_ascii=False)
+
+
+@dataclass(frozen=True, slots=True)
+class CompactionCommit:
+    archived: int
+    inserted: int
+    active_tokens: int
+    active_messages: int
+    version: int
+
+
+@dataclass(frozen=True, slots=True)
+class SearchHit:
+    message_id: int
+    session_id: int
+    role: str
+    author_name: str | None
+    text: str
+    created_at: float
+    active: bool
+
+
+@dataclass(frozen=True, slots=True)
+class CompressionEvent:
+    chat_key: str
+    session_id: int
+    trigger: str  # hygiene | preflight | pressure | post_response | overflow | overnight | manual
+    started_at: float
+    ended_at: float
+    outcome: str  # compressed | fallback | aborted | noop | skipped | error
+    messages_before: int = 0
+    messages_after: int = 0
+    tokens_before: int = 0
+    tokens_after: int = 0
+    summary_tokens: int = 0
+    error: str | None = None
+    id: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Pin:
+    id: int
+    chat_key: str
+    text: str
+    author: str | None
+    created_at: float
+
+
+@dataclass(frozen=True, slots=True)
+class UsageRow:
+    chat_key: str
+    user_id: str | None
+    day: str  # ISO date, UTC
+    purpose: UsagePurpose
+    prompt_tokens: int
+    completion_tokens: int
+    calls: int
+
+
+class Store(Protocol):
+    """Everything the service persists. All methods are coroutines; one writer at a time."""
+
+    async def open(self) -> None: ...
+    async def close(self) -> None: ...
+
+    # chats and sessions
+    async def upsert_chat(
+        self,
+        key: str,
+        platform: str,
+        *,
+        title: str | None = None,
+        parent_key: str | None = None,
+        is_group: bool = True,
+    ) -> ChatRecord: ...
+    async def get_chat(self, key: str) -> ChatRecord | None: ...
+    async def list_chats(self) -> list[ChatRecord]: ...
+    async def migrate_chat(self, old_key: str, new_key: str) -> None: ...
+    async def active_session(self, chat_key: str, scope_user: str | None = None) -> SessionRecord:
+        """The chat's open session, created when there is none."""
+        ...
+
+    async def get_session(self, session_id: int) -> SessionRecord: ...
+    async def new_session(self, chat_key: str, scope_user: str | None = None) -> SessionRecord:
+        """End the open session (if any) and start another."""
+        ...
+
+    async def list_sessions(self, chat_key: str | None = None) -> list[SessionRecord]: ...
+    async def save_compressor_state(self, session_id: int, state: CompressorState) -> None: ...
+    async def set_system_prompt(self, session_id: int, prompt: str | None) -> None: ...
+
+    # messages
+    async def append_messages(self, session_id: int, messages: Sequence[NewMessage]) -> list[int]:
+        """Insert in order and update the session's running totals in the same transaction."""
+        ...
+
+    async def load_active(self, session_id: int) -> list[StoredMessage]: ...
+    async def load_history(
+        self, chat_key: str, *, include_archived: bool = True
+    ) -> list[StoredMessage]: ...
+    async def archive_and_compact(
+        self, session: SessionRecord, compacted: Sequence[NewMessage], watermark: int
+    ) -> CompactionCommit | None:
+        """Archive active rows with id <= watermark and insert `compacted` before the newer ones.
+
+        Fenced on `session.version`: returns None and changes nothing if another compaction
+        committed since `session` was read.
+        """
+        ...
+
+    async def search(self, chat_key: str, query: str, limit: int = 10) -> list[SearchHit]: ...
+    async def recount(self, session_id: int) -> tuple[int, int]:
+        """(tokens, messages) of the active rows, recomputed from scratch."""
+        ...
+
+    # compression lock
+    async def acquire_lock(self, session_id: int, holder: str, ttl_seconds: float) -> bool: ...
+    async def renew_lock(self, session_id: int, holder: str, ttl_seconds: float) -> bool: ...
+    async def release_lock(self, session_id: int, holder: str) -> bool: ...
+    async def lock_holder(self, session_id: int) -> str | None: ...
+
+    # per-chat settings (raw strings; validation lives in bot.chat_settings)
+    async def get_chat_settings(self, chat_key: str) -> dict[str, str]: ...
+    async def set_chat_setting(self, chat_key: str, key: str, value: str) -> None: ...
+    async def unset_chat_setting(self, chat_key: str, key: str) -> bool: ...
+
+    # events, usage, dedup, pins
+    async def record_compression_event(self, event: CompressionEvent) -> int: ...
+    async def list_compression_events(
+        self, *, chat_key: str | None = None, limit: int = 50
+    ) -> list[CompressionEvent]: ...
+    async def add_usage(
+        self,
+        chat_key: str,
+        user_id: str | None,
+        purpose: UsagePurpose,
+        prompt_tokens: int,
+        completion_tokens: int,
+        *,
+        day: str | None = None,
+    ) -> None: ...
+    async def usage(self, chat_key: str, since_day: str) -> list[UsageRow]: ...
+    async def mark_update_processed(self, platform: str, update_id: str) -> bool:
+        """True the first time an update id is seen, False for a redelivery."""
+        ...
+
+    async def add_pin(self, chat_key: str, text: str, author: str | None) -> Pin: ...
+    async def list_pins(self, chat_key: str) -> list[Pin]: ...
+    async def remove_pin(self, chat_key: str, pin_id: int) -> bool: ...

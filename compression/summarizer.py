@@ -1,0 +1,39 @@
+"""The seam between the compressor and whatever writes summaries (an LLM, a script, a test)."""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+
+class SummaryError(Exception):
+    """Root of summarizer failures."""
+
+
+class SummaryAuthError(SummaryError):
+    """Credentials rejected or quota exhausted: retrying will not help; keep the transcript."""
+
+
+class SummaryNetworkError(SummaryError):
+    """The summarizer could not be reached (connection refused, reset, timeout)."""
+
+
+@dataclass(frozen=True, slots=True)
+class SummaryRequest:
+    """Everything a summarizer needs; `turns` are redacted, truncated OpenAI-format dicts."""
+
+    turns: Sequence[dict[str, Any]]
+    previous_summary: str | None
+    focus_topic: str | None
+    budget_tokens: int
+    today: dt.date
+    participants: Sequence[str] = ()
+    pins: Sequence[str] = ()
+    language: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+class Summarizer(Protocol):
+    async def summarize(self, request: SummaryRequest) -> str: ...

