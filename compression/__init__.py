@@ -1,0 +1,47 @@
+"""The compression engine: message lists in, message lists out (SPEC 6.1).
+
+Importable on its own; it imports nothing from `bot/`, `adapters/` or `scheduler/`.
+"""
+
+from __future__ import annotations
+
+from compression.compressor import ContextCompressor
+from compression.engine import (
+    ContextEngine,
+    UnknownEngineError,
+    check_summary_model_feasibility,
+    load_engine,
+)
+from compression.hygiene import hygiene_reason
+from compression.result import CompressionResult, Outcome
+from compression.state import CompressorState
+from compression.summarizer import (
+    Summarizer,
+    SummaryAuthError,
+    SummaryError,
+    SummaryNetworkError,
+    SummaryRequest,
+)
+from compression.template import SUMMARY_END_MARKER, SUMMARY_PREFIX
+from compression.thresholds import CompressorConfig, compute_threshold_tokens
+
+__all__ = [
+    "SUMMARY_END_MARKER",
+    "SUMMARY_PREFIX",
+    "CompressionResult",
+    "CompressorConfig",
+    "CompressorState",
+    "ContextCompressor",
+    "ContextEngine",
+    "Outcome",
+    "Summarizer",
+    "SummaryAuthError",
+    "SummaryError",
+    "SummaryNetworkError",
+    "SummaryRequest",
+    "UnknownEngineError",
+    "check_summary_model_feasibility",
+    "compute_threshold_tokens",
+    "hygiene_reason",
+    "load_engine",
+]

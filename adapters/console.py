@@ -1,0 +1,111 @@
+"""A group chat in the terminal: `name: text` lines in, `bot: …` lines out, scriptable from a pipe."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import re
+import sys
+from collections.abc import AsyncIterator, Callable, Iterable
+from typing import TextIO
+
+from bot.events import InboundMessage, ReplyTarget
+
+PLATFORM = "console"
+DEFAULT_SPEAKER = "you"
+BOT_HANDLE = "@bot"
+_SPEAKER = re.compile(r"^([A-Za-z0-9_.\-]{1,32}):\s?(.*)$", re.DOTALL)
+
+
+class ConsoleAdapter:
+    """One local room. Names given with --admin are the room's admins."""
+
+    platform = PLATFORM
+
+    def __init__(
+        self,
+        room: str,
+        *,
+        admins: Iterable[str] = (),
+        out: TextIO | None = None,
+        activation_always: bool = False,
+    ) -> None:
+        self.room = room
+        self.admins = frozenset(name.lower() for name in admins)
+        self._out = out or sys.stdout
+        self._speaker = DEFAULT_SPEAKER
+        self._counter = 0
+        self._activation_always = activation_always
+
+    async def send(self, target: ReplyTarget, text: str) -> None:
+        for line in text.splitlines() or [""]:
+            self._out.write(f"bot: {line}\n")
+        self._out.flush()
+
+    async def is_admin(self, message: InboundMessage) -> bool:
+        return message.author_name.lower() in self.admins
+
+    def typing(self, target: ReplyTarget) -> contextlib.AbstractAsyncContextManager[None]:
+        return _no_typing()
+
+    def parse_line(self, line: str) -> InboundMessage | None:
+        """`alice: hi @bot` is alice speaking; a bare line comes from the last speaker."""
+        line = line.rstrip("\n")
+        if not line.strip():
+            return None
+        match = _SPEAKER.match(line)
+        if match:
+            self._speaker, text = match.group(1), match.group(2)
+        else:
+            text = line
+        self._counter += 1
+        addressed = (
+            self._activation_always
+            or BOT_HANDLE in text.lower()
+            or text.lstrip().startswith("/")
+        )
+        return InboundMessage(
+            platform=PLATFORM,
+            chat_id=self.room,
+            author_id=self._speaker.lower(),
+            author_name=self._speaker,
+            text=text,
+            addressed=addressed,
+            is_group=True,
+            platform_message_id=str(self._counter),
+            chat_title=f"console room {self.room}",
+            is_admin=self._speaker.lower() in self.admins,
+        )
+
+
+@contextlib.asynccontextmanager
+async def _no_typing() -> AsyncIterator[None]:
+    yield
+
+
+async def read_lines(stream: TextIO) -> AsyncIterator[str]:
+    """Lines of `stream` without blocking the event loop; ends at end of file."""
+    while True:
+        line = await asyncio.to_thread(stream.readline)
+        if not line:
+            return
+        yield line
+
+
+async def run_console(
+    adapter: ConsoleAdapter,
+    handle: Callable[[InboundMessage, ConsoleAdapter], object],
+    settle: Callable[[], object],
+    stream: TextIO | None = None,
+) -> None:
+    """Feed each line to the gateway and wait for its replies before reading the next one."""
+    async for line in read_lines(stream or sys.stdin):
+        message = adapter.parse_line(line)
+        if message is None:
+            continue
+        result = handle(message, adapter)
+        if asyncio.iscoroutine(result):
+            await result
+        settled = settle()
+        if asyncio.iscoroutine(settled):
+            await settled

@@ -1,0 +1,173 @@
+"""Phase 1: shrink old tool output without an LLM (SPEC 6.3, 6.9)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from compression.messages import call_id, is_tool_result, tool_calls_of
+from compression.tokens import IMAGE_PART_TYPES
+
+# Results this short already cost less than a one-line summary would save.
+MIN_PRUNE_CHARS = 200
+# Tool-call arguments above this are shrunk leaf by leaf, each long string to its first chars.
+MAX_ARGS_CHARS = 500
+ARG_LEAF_KEEP_CHARS = 200
+TRUNCATION_MARK = "...[truncated]"
+DUPLICATE_PLACEHOLDER = "[Duplicate tool output — same content as a more recent call]"
+SCREENSHOT_PLACEHOLDER = "[screenshot removed to save context]"
+ARG_VALUE_CHARS = 40
+COMMAND_CHARS = 80
+
+_COMMAND_TOOLS = frozenset({"terminal", "shell", "bash", "run_command", "execute_command"})
+
+
+def prune(messages: Sequence[Mapping[str, Any]], tail_start: int) -> list[dict[str, Any]]:
+    """Copies of `messages` with tool output before `tail_start` shrunk; duplicates anywhere."""
+    out: list[dict[str, Any]] = [dict(m) for m in messages]
+    calls = _calls_by_id(out)
+    _deduplicate_results(out)
+    for index in range(min(tail_start, len(out))):
+        message = out[index]
+        if is_tool_result(message):
+            _shrink_result(message, calls)
+        elif tool_calls_of(message):
+            _shrink_call_arguments(message)
+    return out
+
+
+def _calls_by_id(messages: Sequence[Mapping[str, Any]]) -> dict[str, Mapping[str, Any]]:
+    calls: dict[str, Mapping[str, Any]] = {}
+    for message in messages:
+        for call in tool_calls_of(message):
+            ident = call_id(call)
+            if ident:
+                calls[ident] = call
+    return calls
+
+
+def _deduplicate_results(messages: list[dict[str, Any]]) -> None:
+    """Older identical results become a placeholder; the newest copy stays verbatim."""
+    seen: set[str] = set()
+    for message in reversed(messages):
+        content = message.get("content")
+        if not is_tool_result(message) or not isinstance(content, str):
+            continue
+        if len(content) < MIN_PRUNE_CHARS:
+            continue
+        digest = hashlib.sha256(content.encode("utf-8", "replace")).hexdigest()
+        if digest in seen:
+            message["content"] = DUPLICATE_PLACEHOLDER
+        else:
+            seen.add(digest)
+
+
+def _shrink_result(message: dict[str, Any], calls: Mapping[str, Mapping[str, Any]]) -> None:
+    content = message.get("content")
+    if isinstance(content, list):
+        message["content"] = [
+            {"type": "text", "text": SCREENSHOT_PLACEHOLDER}
+            if isinstance(part, Mapping) and part.get("type") in IMAGE_PART_TYPES
+            else part
+            for part in content
+        ]
+        return
+    if not isinstance(content, str) or len(content) <= MIN_PRUNE_CHARS:
+        return
+    call = calls.get(str(message.get("tool_call_id") or ""))
+    message["content"] = describe_result(call, content)
+
+
+def describe_result(call: Mapping[str, Any] | None, content: str) -> str:
+    """An informative one-liner standing in for a long tool result."""
+    function = call.get("function") if call else None
+    function = function if isinstance(function, Mapping) else {}
+    name = str(function.get("name") or "tool")
+    args = _parse_arguments(function.get("arguments"))
+    lines = content.count("\n") + 1 if content.strip() else 0
+    if name in _COMMAND_TOOLS and "command" in args:
+        command = _clip(str(args["command"]), COMMAND_CHARS)
+        exit_code = _exit_code(content)
+        return f"[{name}] ran `{command}` -> exit {exit_code}, {lines} lines output"
+    described = " ".join(
+        f"{key}={_clip(_scalar(value), ARG_VALUE_CHARS)}" for key, value in list(args.items())[:4]
+    )
+    target = f" {described}" if described else ""
+    return f"[{name}]{target} ({len(content)} chars, {lines} lines result)"
+
+
+def _exit_code(content: str) -> str:
+    try:
+        parsed = json.loads(content)
+    except ValueError:
+        return "?"
+    if isinstance(parsed, Mapping) and isinstance(parsed.get("exit_code"), int):
+        return str(parsed["exit_code"])
+    return "?"
+
+
+def _parse_arguments(raw: Any) -> dict[str, Any]:
+    if isinstance(raw, Mapping):
+        return dict(raw)
+    if not isinstance(raw, str):
+        return {}
+    try:
+        parsed = json.loads(raw)
+    except ValueError:
+        return {}
+    return dict(parsed) if isinstance(parsed, Mapping) else {}
+
+
+def _scalar(value: Any) -> str:
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
+
+
+def _clip(text: str, limit: int) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _shrink_call_arguments(message: dict[str, Any]) -> None:
+    """Shrink long string leaves inside the parsed JSON so the arguments stay valid JSON.
+
+    Slicing the raw string left unterminated JSON that strict providers reject with a
+    non-retryable 400 on every later turn (Hermes #11762).
+    """
+    new_calls: list[Any] = []
+    changed = False
+    for call in message.get("tool_calls") or []:
+        shrunk = _shrink_call(call)
+        changed = changed or shrunk is not call
+        new_calls.append(shrunk)
+    if changed:
+        message["tool_calls"] = new_calls
+
+
+def _shrink_call(call: Any) -> Any:
+    if not isinstance(call, Mapping) or not isinstance(call.get("function"), Mapping):
+        return call
+    arguments = call["function"].get("arguments")
+    if not isinstance(arguments, str) or len(arguments) <= MAX_ARGS_CHARS:
+        return call
+    try:
+        parsed = json.loads(arguments)
+    except ValueError:
+        return call
+    shrunk = json.dumps(_shrink_leaves(parsed), ensure_ascii=False)
+    if shrunk == arguments:
+        return call
+    return {**call, "function": {**call["function"], "arguments": shrunk}}
+
+
+def _shrink_leaves(value: Any) -> Any:
+    if isinstance(value, str):
+        if len(value) > ARG_LEAF_KEEP_CHARS:
+            return value[:ARG_LEAF_KEEP_CHARS] + TRUNCATION_MARK
+        return value
+    if isinstance(value, list):
+        return [_shrink_leaves(item) for item in value]
+    if isinstance(value, dict):
+        return {key: _shrink_leaves(item) for key, item in value.items()}
+    return value

@@ -1,0 +1,199 @@
+"""What a summarizer gets to read: redacted, truncated, bounded copies of the turns to summarise."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from compression.redact import redact, redact_value
+from compression.template import is_summary_text, unwrap_merged
+from compression.transcript import content_text, render_turns, split_speaker, strip_think
+
+__all__ = ["derive_focus", "participants", "render_turns", "summary_turns"]
+
+# Per-message bound (Hermes' numbers): a body over the limit keeps its head and its tail.
+BODY_LIMIT_CHARS = 6_000
+BODY_HEAD_CHARS = 4_000
+BODY_TAIL_CHARS = 1_500
+TRUNCATION_MARK = "\n…[truncated]…\n"
+TOOL_ARGS_LIMIT_CHARS = 1_500
+# Default total bound; fits a 128K-token summary model with room for the prompt and output.
+DEFAULT_MAX_CHARS = 160_000
+HEAD_SHARE = 0.45
+# render_turns() puts a blank line between turns.
+_TURN_SEPARATOR_CHARS = 2
+_TOOL_NAME_SLACK_CHARS = 64
+FOCUS_MESSAGES = 3
+FOCUS_MESSAGE_CHARS = 260
+FOCUS_TOTAL_CHARS = 700
+
+
+def summary_turns(
+    messages: Iterable[Mapping[str, Any]], max_chars: int = DEFAULT_MAX_CHARS
+) -> list[dict[str, Any]]:
+    """Redacted, truncated copies of `messages` within `max_chars` rendered; no summaries."""
+    source = [m for m in messages if _genuine_text(m) is not None]
+    marker_room = 64
+    head: list[dict[str, Any]] = []
+    used = 0
+    head_budget = int(max_chars * HEAD_SHARE)
+    index = 0
+    # Messages are prepared lazily from both ends, so an omitted middle costs nothing.
+    while index < len(source):
+        turn = _prepare(source[index])
+        size = _rendered_chars(turn)
+        if used + size > head_budget:
+            break
+        head.append(turn)
+        used += size
+        index += 1
+    tail: list[dict[str, Any]] = []
+    last = len(source) - 1
+    while last >= index:
+        turn = _prepare(source[last])
+        size = _rendered_chars(turn)
+        room = max_chars - used - (marker_room if last > index else 0)
+        if size > room:
+            # The newest turn matters most: when even it does not fit, keep its tail.
+            if not tail:
+                tail.append(_shrink_to(turn, room))
+                last -= 1
+            break
+        tail.append(turn)
+        used += size
+        last -= 1
+    tail.reverse()
+    omitted = last - index + 1
+    if omitted <= 0:
+        return head + tail
+    marker = {"role": "system", "content": f"[… {omitted} messages omitted …]"}
+    return [*head, marker, *tail]
+
+
+def _genuine_text(message: Mapping[str, Any]) -> str | None:
+    """The message's own text; None for a standalone summary the caller passes separately."""
+    text = content_text(message.get("content"))
+    if not is_summary_text(text):
+        return text
+    return unwrap_merged(text)
+
+
+def _prepare(message: Mapping[str, Any]) -> dict[str, Any]:
+    turn = {key: value for key, value in message.items() if key != "tool_calls"}
+    role = message.get("role")
+    text = _genuine_text(message) or ""
+    if role == "assistant":
+        text = strip_think(text)
+    turn["content"] = _truncate(redact(text))
+    calls = message.get("tool_calls")
+    if isinstance(calls, list) and calls:
+        turn["tool_calls"] = [_prepare_call(call) for call in calls]
+    return turn
+
+
+def _prepare_call(call: Any) -> Any:
+    if not isinstance(call, Mapping):
+        return call
+    copy = dict(call)
+    function = call.get("function")
+    if isinstance(function, Mapping):
+        arguments = function.get("arguments")
+        if isinstance(arguments, str):
+            arguments = shorten_arguments(redact_value(arguments))
+        copy["function"] = {**function, "arguments": arguments}
+    return copy
+
+
+def _truncate(text: str) -> str:
+    if len(text) <= BODY_LIMIT_CHARS:
+        return text
+    return text[:BODY_HEAD_CHARS] + TRUNCATION_MARK + text[-BODY_TAIL_CHARS:]
+
+
+def shorten_arguments(arguments: str, limit: int = TOOL_ARGS_LIMIT_CHARS) -> str:
+    """Tool-call arguments within `limit` chars, shortened inside the JSON so it stays JSON."""
+    if len(arguments) <= limit:
+        return arguments
+    try:
+        parsed = json.loads(arguments)
+    except ValueError:
+        return json.dumps(arguments[: limit - 100] + "…[truncated]", ensure_ascii=False)
+    string_limit, item_limit = limit, 50
+    while string_limit >= 16:
+        text = json.dumps(_shrink(parsed, string_limit, item_limit), ensure_ascii=False)
+        if len(text) <= limit:
+            return text
+        string_limit, item_limit = string_limit // 2, max(1, item_limit // 2)
+    return json.dumps({"truncated_arguments": arguments[: limit - 100]}, ensure_ascii=False)
+
+
+def _shrink(value: Any, string_limit: int, item_limit: int) -> Any:
+    if isinstance(value, str):
+        return value if len(value) <= string_limit else value[:string_limit] + "…[truncated]"
+    if isinstance(value, list):
+        kept = [_shrink(item, string_limit, item_limit) for item in value[:item_limit]]
+        if len(value) > item_limit:
+            kept.append(f"…[{len(value) - item_limit} more items]")
+        return kept
+    if isinstance(value, dict):
+        return {key: _shrink(item, string_limit, item_limit) for key, item in value.items()}
+    return value
+
+
+def _shrink_to(turn: dict[str, Any], room: int) -> dict[str, Any]:
+    """A single turn bigger than the whole bound keeps as much of its text's tail as fits."""
+    overflow = _rendered_chars(turn) - max(room, 0)
+    text = turn.get("content") or ""
+    keep = max(len(text) - overflow - len(TRUNCATION_MARK), 0)
+    shrunk = {key: value for key, value in turn.items() if key != "tool_calls"}
+    shrunk["content"] = TRUNCATION_MARK.strip() + text[len(text) - keep :]
+    return shrunk
+
+
+def _rendered_chars(turn: Mapping[str, Any]) -> int:
+    # A tool result rendered alone cannot see its call's name; reserve room for it.
+    slack = _TOOL_NAME_SLACK_CHARS if turn.get("role") == "tool" else 0
+    return len(render_turns([turn])) + _TURN_SEPARATOR_CHARS + slack
+
+
+def participants(messages: Iterable[Mapping[str, Any]]) -> list[str]:
+    """Display names of user messages ("[Name] text"), in order of first appearance."""
+    names: dict[str, None] = {}
+    for message in messages:
+        if message.get("role") != "user":
+            continue
+        text = _genuine_text(message)
+        if text:
+            name, _ = split_speaker(text.lstrip())
+            if name:
+                names.setdefault(name)
+    return list(names)
+
+
+def derive_focus(messages: Sequence[Mapping[str, Any]]) -> str | None:
+    """A focus from the last three real user messages (each ≤ 260 chars, all ≤ 700), or None."""
+    recent: list[str] = []
+    for message in reversed(messages):
+        if message.get("role") != "user":
+            continue
+        text = " ".join((_genuine_text(message) or "").split())
+        if not text:
+            continue
+        recent.append(_clip(redact(text), FOCUS_MESSAGE_CHARS))
+        if len(recent) == FOCUS_MESSAGES:
+            break
+    if not recent:
+        return None
+    lines: list[str] = []
+    total = 0
+    for text in recent:  # newest first, so the oldest is what the total bound drops
+        if total + len(text) > FOCUS_TOTAL_CHARS:
+            break
+        lines.append(text)
+        total += len(text)
+    return "Recent user focus:\n" + "\n".join(f"- {text}" for text in reversed(lines))
+
+
+def _clip(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"

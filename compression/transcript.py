@@ -1,0 +1,122 @@
+"""Plain-text views of OpenAI-format turns: text, speakers, the block a summary prompt embeds."""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from compression.tokens import IMAGE_PART_TYPES
+
+# Reasoning blocks some models emit inline; they are not part of what anyone said.
+_THINK_BLOCK = re.compile(
+    r"<(think|thinking|reasoning|reflection)>.*?(?:</\1>|\Z)", re.DOTALL | re.IGNORECASE
+)
+# Group-chat attribution written by the gateway: "[Alice] text" (SPEC 3).
+_SPEAKER = re.compile(r"^\[(?P<name>[^\[\]\n]{1,64})\][ \t]+")
+# Bracketed labels that start a message but are not people.
+_EPOCH_MS_THRESHOLD = 100_000_000_000
+_NOT_SPEAKERS = frozenset(
+    {"image", "redacted", "user", "assistant", "system", "tool", "media attachment", "truncated"}
+)
+
+
+def content_text(content: Any) -> str:
+    """Text of string or list content; images become "[image]" / "[image: URL]"."""
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    parts = content if isinstance(content, list) else [content]
+    return "\n".join(text for text in (_part_text(part) for part in parts) if text)
+
+
+def _part_text(part: Any) -> str:
+    if not isinstance(part, Mapping):
+        return str(part)
+    kind = part.get("type")
+    if kind in IMAGE_PART_TYPES:
+        return _image_label(part)
+    text = part.get("text")
+    if isinstance(text, str):
+        return text
+    return f"[{kind}]" if isinstance(kind, str) else ""
+
+
+def _image_label(part: Mapping[str, Any]) -> str:
+    url = part.get("image_url")
+    if isinstance(url, Mapping):
+        url = url.get("url")
+    if isinstance(url, str) and url.startswith(("http://", "https://")):
+        return f"[image: {url}]"
+    # Inline base64 data would flood the summarizer with noise.
+    return "[image]"
+
+
+def split_speaker(text: str) -> tuple[str | None, str]:
+    """("Alice", "hi") for "[Alice] hi"; (None, text) when the text carries no attribution."""
+    match = _SPEAKER.match(text)
+    if match is None or match["name"].strip().lower().split(":")[0] in _NOT_SPEAKERS:
+        return None, text
+    return match["name"].strip(), text[match.end() :]
+
+
+def strip_think(text: str) -> str:
+    return _THINK_BLOCK.sub("", text).strip()
+
+
+def tool_call_parts(call: Any) -> tuple[str, str]:
+    """(name, arguments) of one OpenAI tool call, empty strings when absent."""
+    if not isinstance(call, Mapping):
+        return "", ""
+    function = call.get("function")
+    source = function if isinstance(function, Mapping) else call
+    name = source.get("name")
+    arguments = source.get("arguments")
+    return (name if isinstance(name, str) else ""), (
+        arguments if isinstance(arguments, str) else "" if arguments is None else str(arguments)
+    )
+
+
+def render_turns(turns: Sequence[Mapping[str, Any]]) -> str:
+    """The transcript block of a summary prompt, one paragraph per turn."""
+    call_names: dict[str, str] = {}
+    blocks: list[str] = []
+    for turn in turns:
+        role = turn.get("role")
+        text = content_text(turn.get("content")).strip()
+        if role == "user":
+            speaker, _ = split_speaker(text)
+            blocks.append(text if speaker else f"[USER]: {text}")
+        elif role == "assistant":
+            lines = [f"[ASSISTANT]: {text}"] if text else []
+            for call in turn.get("tool_calls") or ():
+                name, arguments = tool_call_parts(call)
+                if isinstance(call, Mapping) and isinstance(call.get("id"), str):
+                    call_names[call["id"]] = name
+                lines.append(f"[ASSISTANT TOOL CALL]: {name}({arguments})")
+            if lines:
+                blocks.append("\n".join(lines))
+        elif role == "tool":
+            name = turn.get("name") or call_names.get(str(turn.get("tool_call_id")), "tool")
+            blocks.append(f"[TOOL RESULT {name}]: {text}")
+        elif text:
+            blocks.append(text)
+    return "\n\n".join(blocks)
+
+
+def turn_date(turn: Mapping[str, Any]) -> str | None:
+    """The turn's date when the caller stored one (epoch seconds or an ISO string)."""
+    for key in ("timestamp", "created_at", "date", "ts"):
+        value = turn.get(key)
+        if isinstance(value, int | float) and not isinstance(value, bool) and value > 0:
+            # Platforms disagree on seconds vs milliseconds; no chat predates 1973 in ms.
+            seconds = value / 1000 if value > _EPOCH_MS_THRESHOLD else value
+            try:
+                return dt.datetime.fromtimestamp(seconds, tz=dt.UTC).date().isoformat()
+            except (OverflowError, OSError, ValueError):
+                return None
+        if isinstance(value, str) and re.match(r"\d{4}-\d{2}-\d{2}", value):
+            return value[:10]
+    return None
