@@ -122,6 +122,8 @@ class CompactionCommit:
     active_tokens: int
     active_messages: int
     version: int
+    # Ids of the inserted compacted rows, in transcript order.
+    inserted_ids: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -216,7 +218,8 @@ class Store(Protocol):
     async def archive_and_compact(
         self, session: SessionRecord, compacted: Sequence[NewMessage], watermark: int
     ) -> CompactionCommit | None:
-        """Archive active rows with id <= watermark and insert `compacted` before the newer ones.
+        """Archive the active rows up to and including the row `watermark` (in transcript order)
+        and insert `compacted` in their place, before the rows that came after it.
 
         Fenced on `session.version`: returns None and changes nothing if another compaction
         committed since `session` was read.

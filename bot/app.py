@@ -1,0 +1,189 @@
+"""Service assembly: config in, a running gateway (store, model, compactor, runner) out."""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from types import TracebackType
+
+import openai
+
+from bot.compaction import SessionCompactor, UsageSink
+from bot.config import DEFAULT_CONTEXT_LENGTH, Config
+from bot.gateway import Gateway
+from bot.llm import LLMClient, OpenAIChatClient
+from bot.offline_model import OfflineModel
+from bot.services import Services
+from bot.store.base import Store
+from bot.store.sqlite import SqliteStore
+from compression import Summarizer
+from compression.engine import load_engine
+from compression.openai_summarizer import OpenAISummarizer
+from compression.tokens import counter_for
+
+log = logging.getLogger(__name__)
+
+# Summaries are one long call; a dead endpoint should fail fast rather than hold the chat.
+SUMMARY_CLIENT_RETRIES = 1
+SUMMARY_TIMEOUT_SECONDS = 120.0
+
+
+@dataclass(frozen=True, slots=True)
+class ModelInfo:
+    name: str
+    offline: bool
+    context_length: int
+    context_source: str  # config | endpoint | default
+
+
+def database_path(config: Config) -> str:
+    url = config.storage.database
+    return url.removeprefix("sqlite:///") if url.startswith("sqlite:///") else url
+
+
+def endpoint_configured(config: Config) -> bool:
+    return config.model.base_url is not None or config.model.api_key is not None
+
+
+class App:
+    """Owns the long-lived parts. `async with App(config) as app:` opens and closes them."""
+
+    def __init__(
+        self,
+        config: Config,
+        *,
+        llm: LLMClient | None = None,
+        store: Store | None = None,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.config = config
+        self._llm = llm
+        self._store = store
+        self._clock = clock
+        self._openai: openai.AsyncOpenAI | None = None
+        self.services: Services
+        self.gateway: Gateway
+        self.model: ModelInfo
+
+    async def __aenter__(self) -> App:
+        await self.start()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.close()
+
+    async def start(self) -> None:
+        config = self.config
+        engine = load_engine(config.compression.context_engine)
+        store = self._store or SqliteStore(_ensure_parent(database_path(config)), clock=self._clock)
+        await store.open()
+        self._store = store
+        llm = self._llm or self._make_llm()
+        self._llm = llm
+        context_length, source = await self._context_length(llm)
+        self.model = ModelInfo(llm.model, llm.offline, context_length, source)
+        counter = counter_for(None if llm.offline else llm.model)
+        compactor = SessionCompactor(
+            store,
+            counter,
+            self._summarizer_factory(llm),
+            lock_ttl_seconds=config.compression.lock_ttl_seconds,
+            clock=self._clock,
+            engine=engine,
+        )
+        self.services = Services(
+            config=config,
+            store=store,
+            counter=counter,
+            llm=llm,
+            compactor=compactor,
+            context_length=context_length,
+            clock=self._clock,
+        )
+        self.gateway = Gateway(self.services)
+        log.info(
+            "compactbot ready: model=%s (%s) window=%d (%s) db=%s",
+            self.model.name,
+            "offline" if llm.offline else "endpoint",
+            context_length,
+            source,
+            database_path(config),
+        )
+
+    async def close(self) -> None:
+        if hasattr(self, "gateway"):
+            await self.gateway.close()
+        close_llm = getattr(self._llm, "aclose", None)
+        if close_llm is not None:
+            await close_llm()
+        if self._openai is not None:
+            await self._openai.close()
+        if self._store is not None:
+            await self._store.close()
+
+    def _make_llm(self) -> LLMClient:
+        model = self.config.model
+        if not endpoint_configured(self.config):
+            return OfflineModel()
+        return OpenAIChatClient(
+            api_key=_secret(model.api_key) or "not-needed",
+            base_url=model.base_url,
+            model=model.name,
+            timeout_seconds=model.request_timeout_seconds,
+            max_retries=model.max_retries,
+        )
+
+    async def _context_length(self, llm: LLMClient) -> tuple[int, str]:
+        configured = self.config.model.context_length
+        if configured:
+            return configured, "config"
+        fetch = getattr(llm, "fetch_context_length", None)
+        if fetch is not None:
+            reported = await fetch()
+            if reported:
+                return int(reported), "endpoint"
+        log.info("context window unknown; assuming %d tokens", DEFAULT_CONTEXT_LENGTH)
+        return DEFAULT_CONTEXT_LENGTH, "default"
+
+    def _summarizer_factory(self, llm: LLMClient) -> Callable[[UsageSink], Summarizer | None]:
+        if llm.offline:
+            return lambda _sink: None
+        model = self.config.model
+        self._openai = openai.AsyncOpenAI(
+            api_key=_secret(model.api_key) or "not-needed",
+            base_url=model.base_url,
+            max_retries=SUMMARY_CLIENT_RETRIES,
+            timeout=SUMMARY_TIMEOUT_SECONDS,
+        )
+        client = self._openai
+        summary_model = model.summary_model or model.name
+
+        def factory(sink: UsageSink) -> Summarizer:
+            return OpenAISummarizer(
+                client,
+                summary_model,
+                fallback_model=model.name if summary_model != model.name else None,
+                timeout_seconds=SUMMARY_TIMEOUT_SECONDS,
+                on_usage=sink,
+            )
+
+        return factory
+
+
+def _secret(value: object) -> str | None:
+    getter = getattr(value, "get_secret_value", None)
+    return getter() if getter is not None else None
+
+
+def _ensure_parent(path: str) -> str:
+    if path != ":memory:":
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+    return path

@@ -1,0 +1,330 @@
+"""One compaction of a stored session: lock, compress, fenced commit, event row, notice."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import os
+import socket
+import time
+import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from bot.store.base import CompactionCommit, CompressionEvent, NewMessage, SessionRecord, Store, StoredMessage
+from compression import (
+    CompressionResult,
+    CompressorConfig,
+    ContextCompressor,
+    Summarizer,
+)
+from compression.state import CompressorState
+from compression.template import is_summary_text
+from compression.tokens import TokenCounter
+
+log = logging.getLogger(__name__)
+
+UsageSink = Callable[[str, int, int], None]
+SummarizerFactory = Callable[[UsageSink], Summarizer | None]
+CHANGED_OUTCOMES = frozenset({"compressed", "fallback"})
+
+
+@dataclass(frozen=True, slots=True)
+class CompactionSettings:
+    """The knobs of one compaction, resolved from operator config and the chat's settings."""
+
+    context_length: int
+    threshold: float = 0.50
+    target_ratio: float = 0.20
+    protect_first_n: int = 3
+    protect_last_n: int = 20
+    max_tokens: int | None = None
+    abort_on_summary_failure: bool = False
+
+    def compressor_config(self) -> CompressorConfig:
+        return CompressorConfig(
+            context_length=self.context_length,
+            threshold=self.threshold,
+            target_ratio=self.target_ratio,
+            protect_first_n=self.protect_first_n,
+            protect_last_n=self.protect_last_n,
+            max_tokens=self.max_tokens,
+            abort_on_summary_failure=self.abort_on_summary_failure,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class CompactionReport:
+    outcome: str  # compressed | fallback | aborted | noop | locked | conflict | error
+    trigger: str
+    messages_before: int = 0
+    messages_after: int = 0
+    tokens_before: int = 0
+    tokens_after: int = 0
+    summary: str | None = None
+    error: str | None = None
+    notice: str | None = None  # one line for the chat, or None: routine compactions are silent
+    # The compacted copy of the `upto` row, so a turn can keep answering the same message.
+    new_anchor_id: int | None = None
+
+    @property
+    def changed(self) -> bool:
+        return self.outcome in CHANGED_OUTCOMES
+
+
+@dataclass(slots=True)
+class _Usage:
+    calls: list[tuple[str, int, int]] = field(default_factory=list)
+
+    def __call__(self, model: str, prompt_tokens: int, completion_tokens: int) -> None:
+        self.calls.append((model, prompt_tokens, completion_tokens))
+
+
+@dataclass(frozen=True, slots=True)
+class _Job:
+    trigger: str
+    settings: CompactionSettings
+    system_prompt: str
+    force: bool
+    focus: str | None
+    compressor: ContextCompressor | None
+    upto_id: int | None
+
+
+def new_lock_holder(purpose: str) -> str:
+    return f"{socket.gethostname()}:{os.getpid()}:{purpose}:{uuid.uuid4().hex[:8]}"
+
+
+class SessionCompactor:
+    """Compacts a stored session in place. Every path (turn, hygiene, overnight, /compress) uses it."""
+
+    def __init__(
+        self,
+        store: Store,
+        counter: TokenCounter,
+        summarizer_factory: SummarizerFactory,
+        *,
+        lock_ttl_seconds: float = 300.0,
+        clock: Callable[[], float] = time.time,
+        engine: type[ContextCompressor] | Any = ContextCompressor,
+    ) -> None:
+        self._engine = engine
+        self._store = store
+        self._counter = counter
+        self._summarizer_factory = summarizer_factory
+        self._lock_ttl = lock_ttl_seconds
+        self._clock = clock
+
+    def build_compressor(
+        self, settings: CompactionSettings, state: CompressorState, usage: UsageSink
+    ) -> ContextCompressor:
+        engine: ContextCompressor = self._engine(
+            settings.compressor_config(),
+            self._summarizer_factory(usage),
+            state=state,
+            clock=self._clock,
+        )
+        return engine
+
+    async def compact(
+        self,
+        session_id: int,
+        *,
+        trigger: str,
+        settings: CompactionSettings,
+        system_prompt: str,
+        force: bool = False,
+        focus: str | None = None,
+        compressor: ContextCompressor | None = None,
+        upto_id: int | None = None,
+    ) -> CompactionReport:
+        """Compress the active transcript up to row `upto_id` (default: all of it).
+
+        Rows after it, and rows stored while the summary is written, stay live after the
+        compacted set. A failure leaves the transcript exactly as it was.
+        """
+        holder = new_lock_holder(trigger)
+        if not await self._store.acquire_lock(session_id, holder, self._lock_ttl):
+            log.info("compaction skipped: session locked", extra={"session_id": session_id})
+            return CompactionReport("locked", trigger, notice=None)
+        renewer = asyncio.create_task(self._keep_lock(session_id, holder))
+        started = self._clock()
+        session = await self._store.get_session(session_id)
+        report = CompactionReport("error", trigger)
+        try:
+            report = await self._compact_locked(
+                session,
+                _Job(trigger, settings, system_prompt, force, focus, compressor, upto_id),
+            )
+            return report
+        except Exception as exc:
+            log.exception("compaction failed", extra={"session_id": session_id})
+            report = CompactionReport("error", trigger, error=type(exc).__name__)
+            return report
+        finally:
+            renewer.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await renewer
+            await self._record_event(session, report, started)
+            await self._store.release_lock(session_id, holder)
+
+    async def _compact_locked(self, session: SessionRecord, job: _Job) -> CompactionReport:
+        active = considered = await self._store.load_active(session.id)
+        if job.upto_id is not None:
+            ids = [m.id for m in active]
+            if job.upto_id in ids:
+                considered = active[: ids.index(job.upto_id) + 1]
+        if not considered:
+            return CompactionReport("noop", job.trigger)
+        pins = [p.text for p in await self._store.list_pins(session.chat_key)]
+        own_usage = _Usage()
+        compressor = job.compressor or self.build_compressor(
+            job.settings, session.compressor, own_usage
+        )
+        before_state = compressor.state
+        messages = [
+            {"role": "system", "content": job.system_prompt},
+            *(m.to_openai() for m in considered),
+        ]
+        result = await compressor.compress(
+            messages, focus_topic=job.focus, force=job.force, pins=pins
+        )
+        await self._record_usage(session.chat_key, own_usage)
+        outcome = result.outcome
+        after_messages = len(active)
+        new_anchor = None
+        if outcome in CHANGED_OUTCOMES:
+            commit = await self._commit(session, result, considered, considered[-1].id)
+            if commit is None:
+                outcome = "conflict"
+            else:
+                after_messages = commit.active_messages
+                new_anchor = commit.inserted_ids[-1] if commit.inserted_ids else None
+        await self._store.save_compressor_state(session.id, compressor.state)
+        changed = outcome in CHANGED_OUTCOMES
+        return CompactionReport(
+            outcome=outcome,
+            trigger=job.trigger,
+            messages_before=len(active),
+            messages_after=after_messages,
+            tokens_before=result.tokens_before,
+            tokens_after=result.tokens_after if changed else result.tokens_before,
+            summary=result.summary if changed else None,
+            error=result.error,
+            notice=self._notice(result, before_state, compressor.state),
+            new_anchor_id=new_anchor,
+        )
+
+    async def _commit(
+        self,
+        session: SessionRecord,
+        result: CompressionResult,
+        originals: Sequence[StoredMessage],
+        watermark: int,
+    ) -> CompactionCommit | None:
+        out = list(result.messages)
+        new_system = None
+        if out and out[0].get("role") == "system":
+            new_system = _text(out.pop(0).get("content"))
+        rows = _to_rows(out, originals, self._counter)
+        commit = await self._store.archive_and_compact(session, rows, watermark)
+        if commit is None:
+            log.warning("compaction lost the fence", extra={"session_id": session.id})
+            return None
+        if new_system is not None:
+            await self._store.set_system_prompt(session.id, new_system)
+        return commit
+
+    def _notice(
+        self, result: CompressionResult, before: CompressorState, after: CompressorState
+    ) -> str | None:
+        now = self._clock()
+        if result.outcome == "aborted" and before.cooldown_until <= now and result.error:
+            return (
+                "⚠️ I couldn't compact this chat's history (the summary service failed: "
+                f"{result.error}). Nothing was lost; I'll retry later, or an admin can run /compress."
+            )
+        if after.pause_until > now >= before.pause_until:
+            minutes = max(1, round((after.pause_until - now) / 60))
+            return (
+                "⏸ Automatic compaction is paused for "
+                f"{minutes} min because the last attempts did not shrink the context. "
+                "Admins can run /compress or /new."
+            )
+        return None
+
+    async def _keep_lock(self, session_id: int, holder: str) -> None:
+        while True:
+            await asyncio.sleep(max(1.0, self._lock_ttl / 3))
+            if not await self._store.renew_lock(session_id, holder, self._lock_ttl):
+                log.warning("compaction lock lost", extra={"session_id": session_id})
+                return
+
+    async def _record_usage(self, chat_key: str, usage: _Usage) -> None:
+        for _model, prompt, completion in usage.calls:
+            await self._store.add_usage(chat_key, None, "compression", prompt, completion)
+
+    async def _record_event(
+        self, session: SessionRecord, report: CompactionReport, started: float
+    ) -> None:
+        try:
+            await self._store.record_compression_event(
+                CompressionEvent(
+                    chat_key=session.chat_key,
+                    session_id=session.id,
+                    trigger=report.trigger,
+                    started_at=started,
+                    ended_at=self._clock(),
+                    outcome=report.outcome,
+                    messages_before=report.messages_before,
+                    messages_after=report.messages_after,
+                    tokens_before=report.tokens_before,
+                    tokens_after=report.tokens_after,
+                    summary_tokens=self._counter.count_text(report.summary or ""),
+                    error=report.error,
+                )
+            )
+        except Exception:
+            log.exception("could not record compression event", extra={"session_id": session.id})
+
+
+def _text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "\n".join(
+            p.get("text", "") for p in content if isinstance(p, dict) and p.get("type") == "text"
+        )
+    return ""
+
+
+def _fingerprint(message: dict[str, Any]) -> str:
+    return json.dumps(message, sort_keys=True, ensure_ascii=False, default=str)
+
+
+def _to_rows(
+    messages: Sequence[dict[str, Any]], originals: Sequence[StoredMessage], counter: TokenCounter
+) -> list[NewMessage]:
+    """Stored rows for the compacted list, keeping authorship of messages carried over verbatim."""
+    by_print = {_fingerprint(m.to_openai()): m for m in originals}
+    rows = []
+    for message in messages:
+        original = by_print.get(_fingerprint(message))
+        kind = "summary" if is_summary_text(_text(message.get("content"))) else "message"
+        extra: dict[str, Any] = {}
+        if original is not None:
+            extra = {
+                "author_id": original.author_id,
+                "author_name": original.author_name,
+                "platform_message_id": original.platform_message_id,
+                "created_at": original.created_at,
+            }
+            if original.kind != "message" and kind == "message":
+                kind = original.kind
+        rows.append(
+            NewMessage.from_openai(message, counter.count_message(message), kind=kind, **extra)
+        )
+    return rows

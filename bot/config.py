@@ -1,0 +1,384 @@
+"""The whole configuration: defaults, overridden by the YAML file, overridden by the environment."""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Annotated, Any, Literal
+from urllib.parse import urlsplit
+
+import yaml
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    SecretStr,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
+
+from bot.config_values import (
+    HARD_RANGES,
+    Range,
+    check_chat_keys,
+    check_context_engine,
+    check_host_port,
+    check_http_url,
+    check_operator_ids,
+    check_timezone,
+    check_webhook_secret,
+    check_window,
+)
+
+DEFAULT_CONFIG_FILE = Path("config.yaml")
+DEFAULT_DB = "./data/compactbot.db"
+# Window assumed when neither the config nor the endpoint's model list gives one (SPEC 2).
+DEFAULT_CONTEXT_LENGTH = 128_000
+CONFIG_ERROR_EXIT_STATUS = 2
+_MAX_SHOWN_VALUE_CHARS = 80
+
+# Environment variable -> dotted config key. Environment wins over the YAML file.
+ENV_VARS: dict[str, str] = {
+    "TELEGRAM_BOT_TOKEN": "telegram.token",
+    "TELEGRAM_API_BASE_URL": "telegram.api_base_url",
+    "TELEGRAM_WEBHOOK_URL": "telegram.webhook_url",
+    "TELEGRAM_WEBHOOK_LISTEN": "telegram.webhook_listen",
+    "TELEGRAM_WEBHOOK_SECRET": "telegram.webhook_secret",
+    "DISCORD_BOT_TOKEN": "discord.token",
+    "DISCORD_GUILD_ID": "discord.guild_id",
+    "OPENAI_API_KEY": "model.api_key",
+    "OPENAI_BASE_URL": "model.base_url",
+    "COMPACTBOT_MODEL": "model.name",
+    "COMPACTBOT_SUMMARY_MODEL": "model.summary_model",
+    "COMPACTBOT_CONTEXT_LENGTH": "model.context_length",
+    "COMPACTBOT_DB": "storage.database",
+    "COMPACTBOT_LOG_LEVEL": "logging.level",
+}
+CONFIG_PATH_ENV = "COMPACTBOT_CONFIG"
+# Secrets come from the environment only, so a config file can be shared or committed safely.
+SECRET_KEYS: dict[str, str] = {
+    "telegram.token": "TELEGRAM_BOT_TOKEN",
+    "telegram.webhook_secret": "TELEGRAM_WEBHOOK_SECRET",
+    "discord.token": "DISCORD_BOT_TOKEN",
+    "model.api_key": "OPENAI_API_KEY",
+}
+_URL_KEYS = frozenset({"model.base_url", "telegram.api_base_url", "telegram.webhook_url"})
+
+
+class ConfigError(Exception):
+    """A configuration value is wrong; str() is the one line shown to the operator."""
+
+    def __init__(self, key: str, value: object, expected: str, *, source: str | None = None):
+        self.key = key
+        self.expected = " ".join(expected.split())
+        self.source = source  # the environment variable the value came from, if any
+        self.value = _shown(key, value)
+        super().__init__(str(self))
+
+    def __str__(self) -> str:
+        where = f"{self.key} ({self.source})" if self.source else self.key
+        return f"config error: {where} = {self.value}: expected {self.expected}"
+
+
+@contextmanager
+def exit_on_config_error() -> Iterator[None]:
+    """Turn a ConfigError into its one line on stderr and exit status 2 (CLI start-up)."""
+    try:
+        yield
+    except ConfigError as err:
+        print(str(err), file=sys.stderr)
+        raise SystemExit(CONFIG_ERROR_EXIT_STATUS) from None
+
+
+def _shown(key: str, value: object) -> str:
+    if value is not None and (key in SECRET_KEYS or isinstance(value, SecretStr)):
+        return "'***'"
+    if key in _URL_KEYS and isinstance(value, str):
+        value = _without_credentials(value)
+    text = repr(value)
+    return (
+        text if len(text) <= _MAX_SHOWN_VALUE_CHARS else text[: _MAX_SHOWN_VALUE_CHARS - 3] + "..."
+    )
+
+
+def _without_credentials(url: str) -> str:
+    parts = urlsplit(url)
+    if parts.username is None and parts.password is None:
+        return url
+    host = parts.hostname or ""
+    netloc = f"***@{host}" + (f":{parts.port}" if parts.port else "")
+    return parts._replace(netloc=netloc).geturl()
+
+
+def _in(key: str) -> AfterValidator:
+    allowed = HARD_RANGES[key]
+
+    def check(value: float) -> float:
+        if value not in allowed:
+            raise ValueError(f"a value in {allowed}")
+        return value
+
+    return AfterValidator(check)
+
+
+HttpUrl = Annotated[str | None, AfterValidator(check_http_url)]
+PositiveInt = Annotated[int, Field(ge=1)]
+NonNegativeInt = Annotated[int, Field(ge=0)]
+PositiveFloat = Annotated[float, Field(gt=0)]
+NonEmpty = Annotated[str, Field(min_length=1)]
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class ModelConfig(_Section):
+    name: NonEmpty = "gpt-4o-mini"
+    summary_model: NonEmpty | None = None  # None: summaries use `name`
+    context_length: Annotated[int, Field(ge=256)] | None = None  # None: ask the endpoint
+    max_tokens: PositiveInt | None = None
+    request_timeout_seconds: PositiveFloat = 60.0
+    max_retries: Annotated[int, Field(ge=0, le=10)] = 2
+    base_url: HttpUrl = None  # None with no api_key: the built-in offline model
+    api_key: SecretStr | None = None
+
+
+class CompressionConfig(_Section):
+    enabled: bool = True
+    threshold: Annotated[float, _in("threshold")] = 0.50
+    target_ratio: Annotated[float, _in("target_ratio")] = 0.20
+    protect_first_n: Annotated[int, Field(ge=0, le=100)] = 3
+    protect_last_n: Annotated[int, _in("protect_last_n")] = 20
+    abort_on_summary_failure: bool = False
+    context_engine: Annotated[str, AfterValidator(check_context_engine)] = "compressor"
+    hygiene_threshold: Annotated[float, _in("hygiene_threshold")] = 0.85
+    hygiene_hard_message_limit: Annotated[int, _in("hygiene_hard_message_limit")] = 5000
+    hygiene_max_wait_seconds: PositiveFloat = 10.0
+    lock_ttl_seconds: PositiveFloat = 300.0
+
+
+class OvernightConfig(_Section):
+    enabled: bool = True
+    window: Annotated[str, AfterValidator(check_window)] = "02:00-05:00"
+    timezone: Annotated[str, AfterValidator(check_timezone)] = "UTC"
+    min_ratio: Annotated[float, Field(gt=0, lt=1)] = 0.30
+    idle_minutes: NonNegativeInt = 60
+    concurrency: PositiveInt = 1
+    jitter_seconds: Annotated[float, Field(ge=0)] = 30.0
+
+
+DEFAULT_PERSONA = (
+    "You are compactbot, a helpful assistant in a group chat. Several people talk here; each "
+    "message starts with the speaker's name in brackets. Answer the latest message concisely."
+)
+
+
+class GatewayConfig(_Section):
+    max_concurrent_chats: PositiveInt = 32
+    allowed_chats: Annotated[tuple[str, ...], AfterValidator(check_chat_keys)] = ("*",)
+    operators: Annotated[tuple[str, ...], AfterValidator(check_operator_ids)] = ()
+    admin_cache_seconds: NonNegativeInt = 300
+    user_rate_limit_per_minute: Annotated[int, _in("user_rate_limit_per_minute")] = 20
+    daily_token_budget: Annotated[int, _in("daily_token_budget")] = 0  # 0: unlimited
+    persona: NonEmpty = DEFAULT_PERSONA
+
+
+class TelegramConfig(_Section):
+    token: SecretStr | None = None
+    api_base_url: HttpUrl = None  # a self-hosted Bot API server, e.g. http://127.0.0.1:8081/bot
+    webhook_url: HttpUrl = None  # set: webhook mode; unset: polling
+    webhook_listen: Annotated[str, AfterValidator(check_host_port)] = "127.0.0.1:8443"
+    webhook_secret: Annotated[SecretStr | None, AfterValidator(check_webhook_secret)] = None
+
+    @property
+    def webhook_host(self) -> str:
+        return self.webhook_listen.rpartition(":")[0].strip("[]")
+
+    @property
+    def webhook_port(self) -> int:
+        return int(self.webhook_listen.rpartition(":")[2])
+
+
+class DiscordConfig(_Section):
+    token: SecretStr | None = None
+    guild_id: PositiveInt | None = None  # set: slash commands sync to this guild only (instant)
+
+
+class StorageConfig(_Section):
+    database: NonEmpty = DEFAULT_DB  # a path, ":memory:" or "sqlite:///path"
+
+
+class LoggingConfig(_Section):
+    level: Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"] = "INFO"
+
+    @field_validator("level", mode="before")
+    @classmethod
+    def _upper(cls, value: object) -> object:
+        return value.upper() if isinstance(value, str) else value
+
+
+class ChatDefaults(_Section):
+    """Defaults of the per-chat keys that have no home in another section."""
+
+    activation: Literal["mention", "always", "keyword"] = "mention"
+    keyword: NonEmpty | None = None
+    memory_scope: Literal["shared", "per_user"] = "shared"
+    language: NonEmpty = "auto"  # "auto": the language the chat is written in
+    system_prompt: NonEmpty | None = None  # None: gateway.persona alone
+
+
+def _bounds(key: str) -> AfterValidator:
+    hard = HARD_RANGES[key]
+
+    def check(pair: tuple[float, float]) -> tuple[float, float]:
+        low, high = pair
+        if low > high:
+            raise ValueError(f"[low, high] with low <= high, within {hard}")
+        if low not in hard or high not in hard:
+            raise ValueError(f"[low, high] within {hard}")
+        return pair
+
+    return AfterValidator(check)
+
+
+class Bounds(_Section):
+    """What a chat admin may set per chat; operators (CLI, operator ids) are not bounded."""
+
+    threshold: Annotated[tuple[float, float], _bounds("threshold")] = (0.30, 0.90)
+    target_ratio: Annotated[tuple[float, float], _bounds("target_ratio")] = (0.10, 0.80)
+    protect_last_n: Annotated[tuple[int, int], _bounds("protect_last_n")] = (5, 100)
+    hygiene_threshold: Annotated[tuple[float, float], _bounds("hygiene_threshold")] = (0.50, 0.95)
+    hygiene_hard_message_limit: Annotated[
+        tuple[int, int], _bounds("hygiene_hard_message_limit")
+    ] = (500, 20_000)
+
+    def range(self, key: str) -> Range:
+        low, high = getattr(self, key)
+        return Range(low, high)
+
+
+class Config(_Section):
+    model: ModelConfig = ModelConfig()
+    compression: CompressionConfig = CompressionConfig()
+    overnight: OvernightConfig = OvernightConfig()
+    gateway: GatewayConfig = GatewayConfig()
+    telegram: TelegramConfig = TelegramConfig()
+    discord: DiscordConfig = DiscordConfig()
+    storage: StorageConfig = StorageConfig()
+    logging: LoggingConfig = LoggingConfig()
+    chat_defaults: ChatDefaults = ChatDefaults()
+    bounds: Bounds = Bounds()
+
+    @model_validator(mode="after")
+    def _consistent(self) -> Config:
+        for key in Bounds.model_fields:
+            default = getattr(self.compression, key)
+            if default not in self.bounds.range(key):
+                raise ConfigError(
+                    f"compression.{key}",
+                    default,
+                    f"a value within bounds.{key} {self.bounds.range(key)}",
+                )
+        if self.telegram.webhook_url and self.telegram.webhook_secret is None:
+            raise ConfigError(
+                "telegram.webhook_secret",
+                None,
+                "a secret in TELEGRAM_WEBHOOK_SECRET when TELEGRAM_WEBHOOK_URL is set",
+            )
+        if self.chat_defaults.activation == "keyword" and self.chat_defaults.keyword is None:
+            raise ConfigError(
+                "chat_defaults.keyword",
+                None,
+                'a keyword when chat_defaults.activation is "keyword"',
+            )
+        return self
+
+
+def load_config(env: Mapping[str, str] | None = None, path: Path | None = None) -> Config:
+    """Validated configuration: env overrides the YAML file, which overrides the defaults."""
+    env = os.environ if env is None else env
+    data = _read_yaml(_config_path(env, path))
+    from_env: dict[tuple[str, ...], str] = {}
+    for name, dotted in ENV_VARS.items():
+        value = env.get(name, "")
+        if value.strip():  # an empty line copied from .env.example means "unset"
+            loc = tuple(dotted.split("."))
+            _put(data, loc, value.strip())
+            from_env[loc] = name
+    try:
+        return Config.model_validate(data)
+    except ValidationError as err:
+        raise _translate(err, from_env) from None
+
+
+def _config_path(env: Mapping[str, str], path: Path | None) -> Path | None:
+    if path is not None:
+        if not path.is_file():
+            raise ConfigError("config file", str(path), "an existing YAML file")
+        return path
+    named = env.get(CONFIG_PATH_ENV, "").strip()
+    if named:
+        if not Path(named).is_file():
+            raise ConfigError(CONFIG_PATH_ENV, named, "the path of an existing YAML file")
+        return Path(named)
+    return DEFAULT_CONFIG_FILE if DEFAULT_CONFIG_FILE.is_file() else None
+
+
+def _read_yaml(path: Path | None) -> dict[str, Any]:
+    if path is None:
+        return {}
+    try:
+        loaded = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except yaml.YAMLError as err:
+        mark = getattr(err, "problem_mark", None)
+        where = f"line {mark.line + 1}" if mark is not None else "?"
+        raise ConfigError(
+            str(path), where, f"valid YAML ({getattr(err, 'problem', err)})"
+        ) from None
+    except (OSError, UnicodeDecodeError) as err:
+        raise ConfigError(str(path), type(err).__name__, "a readable UTF-8 file") from None
+    if loaded is None:
+        return {}
+    if not isinstance(loaded, dict):
+        raise ConfigError(str(path), type(loaded).__name__, "a mapping of sections") from None
+    for dotted, variable in SECRET_KEYS.items():
+        section, key = dotted.split(".")
+        if isinstance(loaded.get(section), dict) and key in loaded[section]:
+            raise ConfigError(dotted, "***", f"set in the environment as {variable}, not in YAML")
+    return loaded
+
+
+def _put(data: dict[str, Any], loc: tuple[str, ...], value: str) -> None:
+    section = data.get(loc[0])
+    if not isinstance(section, dict):
+        section = {}
+    data[loc[0]] = {**section, loc[1]: value}
+
+
+def _translate(err: ValidationError, from_env: Mapping[tuple[str, ...], str]) -> ConfigError:
+    first = err.errors()[0]
+    loc = tuple(str(part) for part in first["loc"])
+    key = ".".join(loc) or "config"
+    if first["type"] == "extra_forbidden":
+        known = ", ".join(_known_keys(loc[:-1]))
+        return ConfigError(key, first.get("input"), f"one of the known keys: {known}")
+    message = first["msg"]
+    for prefix in ("Value error, ", "Input should be ", "Assertion failed, "):
+        message = message.removeprefix(prefix)
+    source = from_env.get(loc[:2])
+    return ConfigError(key, first.get("input"), message, source=source)
+
+
+def _known_keys(loc: tuple[str, ...]) -> list[str]:
+    model: type[BaseModel] = Config
+    for part in loc:
+        annotation = model.model_fields[part].annotation
+        if not (isinstance(annotation, type) and issubclass(annotation, BaseModel)):
+            return []
+        model = annotation
+    return list(model.model_fields)

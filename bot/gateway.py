@@ -1,0 +1,274 @@
+"""The inbound pipeline every adapter feeds: dedup, store, gate, hygiene, agent turn, reply."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+
+from bot.chat_settings import ChatSettings
+from bot.commands import CommandContext, parse_command, run_command
+from bot.compaction import CompactionReport
+from bot.events import Adapter, DeliveryError, InboundMessage, ReplyTarget
+from bot.lanes import LaneScheduler
+from bot.limits import RateLimiter, budget_exceeded
+from bot.runner import TurnRequest
+from bot.services import Services
+from bot.store.base import NewMessage, SessionRecord
+from compression.hygiene import hygiene_reason
+
+log = logging.getLogger(__name__)
+
+# Don't repeat "I can't answer" in a chat more often than this while the model stays down.
+FAILURE_NOTICE_INTERVAL_SECONDS = 600.0
+LOCK_POLL_SECONDS = 0.05
+ALLOWLIST_NOTICE_PLATFORM = "allowlist-notice"
+
+
+@dataclass(frozen=True, slots=True)
+class _Pending:
+    message: InboundMessage
+    adapter: Adapter
+    session_id: int
+    anchor_id: int
+
+
+class Gateway:
+    """Platform-neutral handling of inbound messages; adapters call `handle`."""
+
+    def __init__(self, services: Services) -> None:
+        self.services = services
+        config = services.config
+        self.lanes = LaneScheduler(config.gateway.max_concurrent_chats)
+        self._rate = RateLimiter(clock=services.clock)
+        self._failure_noticed: dict[str, float] = {}
+        self._background: set[asyncio.Task[CompactionReport]] = set()
+        # Called with a chat key after /config changes it (the overnight scheduler listens).
+        self.settings_listeners: list[Callable[[str], Awaitable[None]]] = []
+
+    async def handle(self, message: InboundMessage, adapter: Adapter) -> None:
+        """Store the message at once; answer it later in its chat's lane if it was addressed."""
+        store = self.services.store
+        if message.update_id is not None and not await store.mark_update_processed(
+            message.platform, message.update_id
+        ):
+            log.info("duplicate update ignored", extra={"chat_key": message.chat_key})
+            return
+        if not self._allowed(message.chat_key):
+            await self._refuse_chat(message, adapter)
+            return
+        await store.upsert_chat(
+            message.chat_key,
+            message.platform,
+            title=message.chat_title,
+            parent_key=message.parent_chat_key,
+            is_group=message.is_group,
+        )
+        settings = await self.services.settings_for(message.chat_key)
+        session = await store.active_session(message.chat_key, self._scope(message, settings))
+        lane = _lane_key(session)
+        command = parse_command(message.text)
+        if command is not None:
+            ctx = CommandContext(message, adapter, self, session.id, settings)
+            self.lanes.submit(lane, lambda: self._run_command(ctx, command))
+            return
+        if not message.text.strip():
+            return
+        anchor_id = await self._store_user_message(message, session, settings)
+        if not message.addressed:
+            return
+        refusal = await self._limit_refusal(message, settings)
+        if refusal:
+            await self._send(adapter, ReplyTarget.for_message(message), refusal)
+            return
+        pending = _Pending(message, adapter, session.id, anchor_id)
+        self.lanes.submit(lane, lambda: self._answer(pending, settings))
+
+    async def settings_changed(self, chat_key: str) -> None:
+        for listener in self.settings_listeners:
+            try:
+                await listener(chat_key)
+            except Exception:
+                log.exception("settings listener failed", extra={"chat_key": chat_key})
+
+    async def close(self) -> None:
+        await self.lanes.close()
+        for task in list(self._background):
+            task.cancel()
+        await asyncio.gather(*self._background, return_exceptions=True)
+
+    def _allowed(self, chat_key: str) -> bool:
+        allowed = self.services.config.gateway.allowed_chats
+        if "*" in allowed or chat_key.startswith("console:"):
+            return True
+        return any(chat_key == item or chat_key.startswith(item + ":") for item in allowed)
+
+    async def _refuse_chat(self, message: InboundMessage, adapter: Adapter) -> None:
+        first = await self.services.store.mark_update_processed(
+            ALLOWLIST_NOTICE_PLATFORM, message.chat_key
+        )
+        if first and message.addressed:
+            await self._send(
+                adapter,
+                ReplyTarget.for_message(message),
+                "compactbot is not enabled in this chat. Ask the bot's operator to allow it.",
+            )
+
+    def _scope(self, message: InboundMessage, settings: ChatSettings) -> str | None:
+        if message.is_group and settings.memory_scope == "per_user":
+            return message.author_id
+        return None
+
+    async def _store_user_message(
+        self, message: InboundMessage, session: SessionRecord, settings: ChatSettings
+    ) -> int:
+        shared = message.is_group and settings.memory_scope == "shared"
+        content = f"[{message.author_name}] {message.text}" if shared else message.text
+        row = NewMessage(
+            role="user",
+            content=content,
+            tokens=self.services.counter.count_message({"role": "user", "content": content}),
+            author_id=message.author_id,
+            author_name=message.author_name,
+            platform_message_id=message.platform_message_id,
+        )
+        (message_id,) = await self.services.store.append_messages(session.id, [row])
+        return message_id
+
+    async def _limit_refusal(self, message: InboundMessage, settings: ChatSettings) -> str | None:
+        if message.is_group and not self._rate.allow(
+            (message.chat_key, message.author_id), settings.user_rate_limit_per_minute
+        ):
+            return f"{message.author_name}, you're sending messages faster than I can answer; please slow down a little."
+        if await budget_exceeded(self.services.store, message.chat_key, settings.daily_token_budget):
+            return "This chat has used its token budget for today; I'll be back tomorrow (UTC)."
+        return None
+
+    async def _run_command(self, ctx: CommandContext, command: tuple[str, str]) -> None:
+        name, args = command
+        for reply in await run_command(name, args, ctx):
+            await self._send(ctx.adapter, ReplyTarget.for_message(ctx.message), reply)
+
+    async def _answer(self, pending: _Pending, settings: ChatSettings) -> None:
+        services = self.services
+        message = pending.message
+        target = ReplyTarget.for_message(message)
+        await self._wait_for_compaction(pending.session_id)
+        anchor = await self._hygiene(pending, settings, target)
+        can_remember = not message.is_group or await self.is_admin(message, pending.adapter)
+        request = TurnRequest(
+            session_id=pending.session_id,
+            chat_key=message.chat_key,
+            anchor_id=anchor,
+            author_id=message.author_id,
+            author_name=message.author_name,
+            can_remember=can_remember,
+            settings=services.compaction_settings(settings),
+            compression_enabled=services.config.compression.enabled,
+        )
+        async with pending.adapter.typing(target):
+            result = await services.agent.run_turn(request)
+        for notice in result.notices:
+            await self._send(pending.adapter, target, notice)
+        if result.reply is not None:
+            await self._store_reply(pending.session_id, result.reply)
+            await self._send(pending.adapter, target, result.reply or "…")
+            self._failure_noticed.pop(message.chat_key, None)
+        elif result.error:
+            await self._notice_failure(pending.adapter, target, message.chat_key, result.error)
+
+    async def _hygiene(self, pending: _Pending, settings: ChatSettings, target: ReplyTarget) -> int:
+        """Compact before the agent runs when the session is near full; fails open."""
+        services = self.services
+        session = await services.store.get_session(pending.session_id)
+        tokens = max(session.compressor.last_prompt_tokens, session.active_tokens)
+        reason = hygiene_reason(
+            message_count=session.active_messages,
+            tokens=tokens,
+            context_length=services.context_length,
+            threshold=settings.hygiene_threshold,
+            hard_message_limit=settings.hygiene_hard_message_limit,
+        )
+        if reason is None or not services.config.compression.enabled:
+            return pending.anchor_id
+        task = asyncio.create_task(
+            services.compactor.compact(
+                session.id,
+                trigger="hygiene",
+                settings=services.compaction_settings(settings),
+                system_prompt=await services.system_prompt_for(pending.message.chat_key),
+                upto_id=pending.anchor_id,
+            )
+        )
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+        wait = services.config.compression.hygiene_max_wait_seconds
+        try:
+            report = await asyncio.wait_for(asyncio.shield(task), wait)
+        except TimeoutError:
+            log.warning("hygiene still running after %ss; answering uncompressed", wait)
+            return pending.anchor_id
+        except Exception:
+            log.exception("hygiene failed; answering uncompressed")
+            return pending.anchor_id
+        if reason == "hard_limit" and report.changed:
+            await self._send(
+                pending.adapter,
+                target,
+                f"🧹 This chat reached {report.messages_before} messages, so I compacted the "
+                f"older ones into a summary ({report.messages_before} → {report.messages_after}). "
+                "Nothing was deleted; /status shows details.",
+            )
+        if report.notice:
+            await self._send(pending.adapter, target, report.notice)
+        return report.new_anchor_id or pending.anchor_id
+
+    async def _wait_for_compaction(self, session_id: int) -> None:
+        """A compaction in flight finishes first, so the turn sees its result."""
+        store = self.services.store
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.services.config.compression.hygiene_max_wait_seconds
+        while await store.lock_holder(session_id) is not None and loop.time() < deadline:
+            await asyncio.sleep(LOCK_POLL_SECONDS)
+
+    async def _store_reply(self, session_id: int, text: str) -> None:
+        message = {"role": "assistant", "content": text}
+        row = NewMessage.from_openai(message, self.services.counter.count_message(message))
+        await self.services.store.append_messages(session_id, [row])
+
+    async def _notice_failure(
+        self, adapter: Adapter, target: ReplyTarget, chat_key: str, text: str
+    ) -> None:
+        now = self.services.clock()
+        last = self._failure_noticed.get(chat_key)
+        if last is not None and now - last < FAILURE_NOTICE_INTERVAL_SECONDS:
+            return
+        self._failure_noticed[chat_key] = now
+        await self._send(adapter, target, text)
+
+    async def is_admin(self, message: InboundMessage, adapter: Adapter) -> bool:
+        operators = self.services.config.gateway.operators
+        if f"{message.platform}:{message.author_id}" in operators:
+            return True
+        if not message.is_group:
+            return True
+        if message.is_admin is not None:
+            return message.is_admin
+        try:
+            return await adapter.is_admin(message)
+        except Exception:
+            log.exception("admin check failed; treating as not admin")
+            return False
+
+    async def _send(self, adapter: Adapter, target: ReplyTarget, text: str) -> None:
+        try:
+            await adapter.send(target, text)
+        except DeliveryError:
+            # The text is already in the transcript (for replies); log so it is not lost silently.
+            log.error("reply could not be delivered", extra={"chat_key": target.chat_key})
+
+
+def _lane_key(session: SessionRecord) -> str:
+    return f"{session.chat_key}|{session.scope_user or ''}"
+

@@ -1,0 +1,87 @@
+"""Per-chat lanes: one chat's work runs strictly in order, different chats run concurrently."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+
+log = logging.getLogger(__name__)
+
+Job = Callable[[], Awaitable[None]]
+
+
+@dataclass(slots=True)
+class _Lane:
+    queue: asyncio.Queue[Job] = field(default_factory=asyncio.Queue)
+    worker: asyncio.Task[None] | None = None
+
+
+class LaneScheduler:
+    """Runs jobs keyed by lane; a lane's worker exits (and its memory is freed) once idle."""
+
+    def __init__(self, max_concurrent: int = 32) -> None:
+        if max_concurrent < 1:
+            raise ValueError(f"max_concurrent must be >= 1, got {max_concurrent}")
+        self._slots = asyncio.Semaphore(max_concurrent)
+        self._lanes: dict[str, _Lane] = {}
+        self._closed = False
+
+    @property
+    def active_lanes(self) -> int:
+        return len(self._lanes)
+
+    def submit(self, key: str, job: Job) -> None:
+        """Queue `job` behind every earlier job of the same lane."""
+        if self._closed:
+            raise RuntimeError("lane scheduler is closed")
+        lane = self._lanes.get(key)
+        if lane is None:
+            lane = self._lanes[key] = _Lane()
+        lane.queue.put_nowait(job)
+        if lane.worker is None:
+            lane.worker = asyncio.create_task(self._drain(key, lane), name=f"lane:{key}")
+
+    async def _drain(self, key: str, lane: _Lane) -> None:
+        try:
+            while not lane.queue.empty():
+                job = lane.queue.get_nowait()
+                async with self._slots:
+                    try:
+                        await job()
+                    except asyncio.CancelledError:
+                        raise
+                    except Exception:
+                        # One failing job must not stall the chat's later messages.
+                        log.exception("lane job failed", extra={"chat_key": key})
+        finally:
+            # Released only when empty: submit() after this point starts a fresh worker.
+            if lane.queue.empty() or self._closed:
+                self._lanes.pop(key, None)
+            else:
+                lane.worker = asyncio.create_task(self._drain(key, lane), name=f"lane:{key}")
+
+    async def join(self) -> None:
+        """Wait until every lane is idle."""
+        while self._lanes:
+            workers = [lane.worker for lane in self._lanes.values() if lane.worker]
+            if workers:
+                await asyncio.gather(*workers, return_exceptions=True)
+            else:
+                await asyncio.sleep(0)
+
+    async def close(self, *, timeout: float = 10.0) -> None:
+        """Stop taking work, let running jobs finish for up to `timeout`, then cancel the rest."""
+        self._closed = True
+        try:
+            await asyncio.wait_for(self.join(), timeout)
+        except TimeoutError:
+            for lane in list(self._lanes.values()):
+                if lane.worker:
+                    lane.worker.cancel()
+            await asyncio.gather(
+                *(lane.worker for lane in self._lanes.values() if lane.worker),
+                return_exceptions=True,
+            )
+            self._lanes.clear()

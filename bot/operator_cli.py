@@ -1,0 +1,170 @@
+"""Operator subcommands: chats, config, compress, history, stats. Errors: one line, exit 1."""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import sys
+from collections import Counter
+
+from bot import chat_settings
+from bot.app import App
+from bot.chat_settings import SettingError
+from bot.config import Config
+from bot.offline_model import OfflineModel
+from bot.store.base import StoredMessage
+
+ERROR_EXIT_STATUS = 1
+
+
+class OperatorError(Exception):
+    """A one-line problem with the operator's request."""
+
+
+def _when(timestamp: float | None) -> str:
+    if not timestamp:
+        return "never"
+    return dt.datetime.fromtimestamp(timestamp, dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
+
+
+async def dispatch(command: str, args: argparse.Namespace, config: Config) -> int:
+    # Operator commands read and write the store; only `compress` may need the model.
+    llm = None if command == "compress" else OfflineModel()
+    try:
+        async with App(config, llm=llm) as app:
+            handler = {
+                "chats": _chats,
+                "config": _config,
+                "compress": _compress,
+                "history": _history,
+                "stats": _stats,
+            }[command]
+            await handler(app, args)
+    except (OperatorError, SettingError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return ERROR_EXIT_STATUS
+    return 0
+
+
+async def _require_chat(app: App, key: str | None) -> str:
+    if not key:
+        raise OperatorError("a chat key is required (see `compactbot chats`)")
+    if await app.services.store.get_chat(key) is None:
+        raise OperatorError(f"unknown chat {key!r} (see `compactbot chats`)")
+    return key
+
+
+async def _chats(app: App, args: argparse.Namespace) -> None:
+    store = app.services.store
+    window = app.services.context_length
+    chats = await store.list_chats()
+    if not chats:
+        print("no chats yet")
+        return
+    from scheduler.windows import next_run_text
+
+    for chat in chats:
+        session = await store.active_session(chat.key)
+        events = await store.list_compression_events(chat_key=chat.key, limit=20)
+        last = next((e for e in events if e.outcome in ("compressed", "fallback")), None)
+        settings = await app.services.settings_for(chat.key)
+        print(
+            f"{chat.key}  {chat.platform}  {chat.title or '-'}  "
+            f"{session.active_messages} msgs  {session.active_tokens:,}/{window:,} tokens  "
+            f"{session.compressor.compression_count} compactions  "
+            f"last {_when(last.ended_at if last else None)}  "
+            f"overnight {next_run_text(settings, app.config)}"
+        )
+
+
+async def _config(app: App, args: argparse.Namespace) -> None:
+    store = app.services.store
+    chat = args.chat
+    if args.action != "get" and not args.key:
+        raise OperatorError(f"config {args.action} needs a KEY")
+    if args.action == "get":
+        await _require_chat(app, chat)
+        raw, parent_raw = await app.services.raw_settings(chat)
+        keys = [args.key.lower()] if args.key else list(chat_settings.SETTINGS)
+        for key in keys:
+            print(chat_settings.describe(key, app.config, raw, parent_raw))
+        return
+    if args.action == "unset":
+        await store.unset_chat_setting(chat, chat_settings.check_key(args.key))
+        print(f"{chat}: {args.key} reset to the default")
+        return
+    if args.value is None:
+        raise OperatorError("config set needs a VALUE")
+    # Operators are not held to the chat-admin bounds, only to types and hard ranges.
+    value = chat_settings.parse_setting(args.key, args.value, app.config, enforce_bounds=False)
+    if await store.get_chat(chat) is None:
+        platform = chat.split(":", 1)[0]
+        await store.upsert_chat(chat, platform)
+    await store.set_chat_setting(chat, args.key, value)
+    print(f"{chat}: {args.key} = {value}")
+
+
+async def _compress(app: App, args: argparse.Namespace) -> None:
+    services = app.services
+    if args.overnight:
+        from scheduler.overnight import run_overnight
+
+        reports = await run_overnight(services, ignore_window=args.now)
+        for key, report in reports:
+            print(
+                f"{key}: {report.outcome} {report.messages_before} → {report.messages_after} "
+                f"messages, {report.tokens_before:,} → {report.tokens_after:,} tokens"
+            )
+        if not reports:
+            print("no session is due for overnight compaction")
+        return
+    chat = await _require_chat(app, args.chat)
+    session = await services.store.active_session(chat)
+    settings = await services.settings_for(chat)
+    report = await services.compactor.compact(
+        session.id,
+        trigger="manual",
+        settings=services.compaction_settings(settings),
+        system_prompt=await services.system_prompt_for(chat),
+        force=True,
+        focus=args.focus,
+    )
+    print(
+        f"{chat}: {report.outcome} {report.messages_before} → {report.messages_after} messages, "
+        f"{report.tokens_before:,} → {report.tokens_after:,} tokens"
+        + (f" ({report.error})" if report.error else "")
+    )
+    if report.outcome in ("aborted", "error", "locked"):
+        raise OperatorError(f"compaction of {chat} did not complete: {report.outcome}")
+
+
+async def _history(app: App, args: argparse.Namespace) -> None:
+    chat = await _require_chat(app, args.chat)
+    rows = await app.services.store.load_history(chat, include_archived=args.all)
+    if not args.all:
+        session = await app.services.store.active_session(chat)
+        rows = await app.services.store.load_active(session.id)
+    for row in rows:
+        print(_history_line(row))
+
+
+def _history_line(row: StoredMessage) -> str:
+    marks = "S" if row.kind == "summary" else " "
+    marks += " " if row.active else "a"
+    who = row.author_name or row.role
+    text = row.text.replace("\n", " ⏎ ")
+    return f"{row.id:>7} s{row.session_id:<4} {marks} {_when(row.created_at)} {who}: {text}"
+
+
+async def _stats(app: App, args: argparse.Namespace) -> None:
+    store = app.services.store
+    chats = await store.list_chats()
+    sessions = await store.list_sessions()
+    events = await store.list_compression_events(limit=100_000)
+    outcomes = Counter(e.outcome for e in events)
+    triggers = Counter(e.trigger for e in events)
+    print(f"chats: {len(chats)}  sessions: {len(sessions)}")
+    print(f"active messages: {sum(s.active_messages for s in sessions):,}")
+    print(f"active tokens: {sum(s.active_tokens for s in sessions):,}")
+    print("compactions: " + (", ".join(f"{k} {v}" for k, v in sorted(outcomes.items())) or "none"))
+    print("triggers: " + (", ".join(f"{k} {v}" for k, v in sorted(triggers.items())) or "none"))

@@ -1,0 +1,254 @@
+"""One agent turn: preflight compaction, the model and tool loop, overflow recovery."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+
+from bot.compaction import CompactionSettings, SessionCompactor
+from bot.llm import ContextOverflowError, LLMClient, LLMError, LLMResponse
+from bot.store.base import NewMessage, Store, StoredMessage
+from bot.tools import TOOL_SCHEMAS, ToolContext, run_tool
+from compression import ContextCompressor
+from compression.tokens import TokenCounter
+
+log = logging.getLogger(__name__)
+
+# Hermes caps compaction attempts per turn at 3; every trigger path shares the budget.
+MAX_COMPACTIONS_PER_TURN = 3
+PREFLIGHT_PASSES = 3
+# A pass that leaves >= 95 % of the tokens and the same message count made no progress.
+PROGRESS_TOKEN_RATIO = 0.95
+MAX_TOOL_ROUNDS = 6
+
+BREAKER_NOTICE = (
+    "⏸ Automatic compaction is paused for a few minutes: the last compactions did not bring "
+    "the context under the limit. Admins can run /compress or /new."
+)
+
+SystemPromptSource = Callable[[str], Awaitable[str]]
+
+
+@dataclass(frozen=True, slots=True)
+class TurnRequest:
+    session_id: int
+    chat_key: str
+    anchor_id: int  # the stored user message this turn answers
+    author_id: str | None
+    author_name: str | None
+    can_remember: bool
+    settings: CompactionSettings
+    compression_enabled: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class TurnResult:
+    reply: str | None
+    notices: tuple[str, ...] = ()
+    compactions: int = 0
+    error: str | None = None  # why no reply could be produced, for the chat
+
+
+@dataclass(slots=True)
+class _Turn:
+    request: TurnRequest
+    compressor: ContextCompressor
+    anchor_id: int
+    own_ids: list[int] = field(default_factory=list)
+    attempts: int = 0
+    notices: list[str] = field(default_factory=list)
+    messages: list[dict] = field(default_factory=list)
+    tokens: int = 0
+    replies: list[LLMResponse] = field(default_factory=list)
+
+
+class AgentRunner:
+    """Answers one addressed message; everything it produces is stored as it happens."""
+
+    def __init__(
+        self,
+        store: Store,
+        llm: LLMClient,
+        compactor: SessionCompactor,
+        counter: TokenCounter,
+        system_prompt_for: SystemPromptSource,
+    ) -> None:
+        self._store = store
+        self._llm = llm
+        self._compactor = compactor
+        self._counter = counter
+        self._system_prompt_for = system_prompt_for
+        self._tool_tokens = counter.count_tools(TOOL_SCHEMAS)
+
+    async def run_turn(self, request: TurnRequest) -> TurnResult:
+        session = await self._store.get_session(request.session_id)
+        if session.system_prompt is None:
+            prompt = await self._system_prompt_for(request.chat_key)
+            await self._store.set_system_prompt(session.id, prompt)
+        summary_usage: list[tuple[int, int]] = []
+        compressor = self._compactor.build_compressor(
+            request.settings,
+            session.compressor,
+            lambda _model, prompt, completion: summary_usage.append((prompt, completion)),
+        )
+        turn = _Turn(request, compressor, request.anchor_id)
+        try:
+            return await self._run(turn)
+        finally:
+            await self._store.save_compressor_state(session.id, compressor.state)
+            await self._record_usage(turn, summary_usage)
+
+    async def _run(self, turn: _Turn) -> TurnResult:
+        await self._load(turn)
+        await self._preflight(turn)
+        for round_no in range(MAX_TOOL_ROUNDS + 1):
+            if round_no and self._may_compact(turn) and turn.compressor.should_compress(turn.tokens):
+                await self._compact(turn, "pressure")
+            tools = TOOL_SCHEMAS if round_no < MAX_TOOL_ROUNDS else None
+            try:
+                response = await self._complete_with_recovery(turn, tools)
+            except _TurnFailed as failed:
+                return self._result(turn, None, failed.message)
+            except LLMError as exc:
+                log.warning("model call failed: %s", type(exc).__name__)
+                return self._result(turn, None, _llm_failure_text(exc))
+            if not response.tool_calls:
+                return self._result(turn, response.content or "", None)
+            await self._store_tool_round(turn, response)
+            await self._load(turn)
+            if self._may_compact(turn) and turn.compressor.should_compress():
+                await self._compact(turn, "post_response")
+        return self._result(turn, None, "I could not finish this answer; please ask again.")
+
+    async def _complete_with_recovery(self, turn: _Turn, tools: list[dict] | None) -> LLMResponse:
+        while True:
+            try:
+                response = await self._llm.complete(turn.messages, tools=tools)
+            except ContextOverflowError:
+                if not turn.request.compression_enabled:
+                    raise _TurnFailed(
+                        "This conversation is too long for the model and compression is off "
+                        "here. An admin can run /new to start over."
+                    ) from None
+                if turn.attempts >= MAX_COMPACTIONS_PER_TURN:
+                    raise _TurnFailed(
+                        "This conversation is still too long for the model after "
+                        f"{MAX_COMPACTIONS_PER_TURN} compactions. An admin can run /new."
+                    ) from None
+                if not await self._compact(turn, "overflow", force=True):
+                    raise _TurnFailed(
+                        "This conversation is too long for the model and I could not "
+                        "compress it further. An admin can run /new."
+                    ) from None
+                continue
+            tripped = turn.compressor.update_from_response(
+                {"prompt_tokens": response.prompt_tokens, "completion_tokens": 0}
+            )
+            if tripped:
+                turn.notices.append(BREAKER_NOTICE)
+            turn.replies.append(response)
+            return response
+
+    async def _preflight(self, turn: _Turn) -> None:
+        for _ in range(PREFLIGHT_PASSES):
+            if not self._may_compact(turn) or not turn.compressor.should_compress(turn.tokens):
+                return
+            before_count, before_tokens = len(turn.messages), turn.tokens
+            if not await self._compact(turn, "preflight"):
+                return
+            progressed = len(turn.messages) < before_count or (
+                turn.tokens < PROGRESS_TOKEN_RATIO * before_tokens
+            )
+            if not progressed:
+                return
+
+    def _may_compact(self, turn: _Turn) -> bool:
+        return turn.request.compression_enabled and turn.attempts < MAX_COMPACTIONS_PER_TURN
+
+    async def _compact(self, turn: _Turn, trigger: str, *, force: bool = False) -> bool:
+        turn.attempts += 1
+        report = await self._compactor.compact(
+            turn.request.session_id,
+            trigger=trigger,
+            settings=turn.request.settings,
+            system_prompt=await self._system_prompt_for(turn.request.chat_key),
+            force=force,
+            compressor=turn.compressor,
+            upto_id=turn.anchor_id,
+        )
+        if report.notice:
+            turn.notices.append(report.notice)
+        if report.new_anchor_id is not None:
+            turn.anchor_id = report.new_anchor_id
+        await self._load(turn)
+        return report.changed
+
+    async def _load(self, turn: _Turn) -> None:
+        """The request: the transcript up to the anchor, plus this turn's own tool round-trips."""
+        session = await self._store.get_session(turn.request.session_id)
+        active = await self._store.load_active(session.id)
+        rows = _rows_for_turn(active, turn.anchor_id, turn.own_ids)
+        system = session.system_prompt or ""
+        turn.messages = [{"role": "system", "content": system}, *(r.to_openai() for r in rows)]
+        turn.tokens = (
+            self._counter.count_text(system) + sum(r.tokens for r in rows) + self._tool_tokens
+        )
+
+    async def _store_tool_round(self, turn: _Turn, response: LLMResponse) -> None:
+        assistant = response.as_message()
+        rows = [NewMessage.from_openai(assistant, self._counter.count_message(assistant))]
+        ctx = ToolContext(
+            store=self._store,
+            chat_key=turn.request.chat_key,
+            session_id=turn.request.session_id,
+            author_id=turn.request.author_id,
+            author_name=turn.request.author_name,
+            can_remember=turn.request.can_remember,
+            current_message_id=turn.anchor_id,
+        )
+        for call in response.tool_calls:
+            output = await run_tool(call, ctx)
+            result = {"role": "tool", "tool_call_id": call.id, "name": call.name, "content": output}
+            rows.append(NewMessage.from_openai(result, self._counter.count_message(result)))
+        turn.own_ids.extend(await self._store.append_messages(turn.request.session_id, rows))
+
+    def _result(self, turn: _Turn, reply: str | None, error: str | None) -> TurnResult:
+        return TurnResult(reply, tuple(turn.notices), turn.attempts, error)
+
+    async def _record_usage(self, turn: _Turn, summary_usage: list[tuple[int, int]]) -> None:
+        key, user = turn.request.chat_key, turn.request.author_id
+        for response in turn.replies:
+            await self._store.add_usage(
+                key, user, "reply", response.prompt_tokens, response.completion_tokens
+            )
+        for prompt, completion in summary_usage:
+            await self._store.add_usage(key, None, "compression", prompt, completion)
+
+
+class _TurnFailed(Exception):
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+def _rows_for_turn(
+    active: list[StoredMessage], anchor_id: int, own_ids: list[int]
+) -> list[StoredMessage]:
+    ids = [m.id for m in active]
+    if anchor_id not in ids:
+        # The anchor was compacted by another path (e.g. /compress); the whole transcript is
+        # the best remaining view and still ends with the newest messages.
+        return active
+    cut = ids.index(anchor_id) + 1
+    own = set(own_ids)
+    return active[:cut] + [m for m in active[cut:] if m.id in own]
+
+
+def _llm_failure_text(exc: LLMError) -> str:
+    kind = type(exc).__name__
+    if kind == "LLMAuthError":
+        return "I can't use the language model right now (access or quota problem). Your message is saved."
+    if kind == "LLMRateLimitError":
+        return "The language model is rate-limiting me right now. Your message is saved; try again shortly."
+    return "I couldn't reach the language model just now. Your message is saved; try again shortly."

@@ -1,0 +1,77 @@
+"""The service's shared parts and the per-chat views built from them."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from bot import chat_settings
+from bot.chat_settings import ChatSettings
+from bot.compaction import CompactionSettings, SessionCompactor
+from bot.config import Config
+from bot.llm import LLMClient
+from bot.prompt import build_system_prompt
+from bot.runner import AgentRunner
+from bot.store.base import Store
+from compression.tokens import TokenCounter
+
+
+@dataclass(slots=True)
+class Services:
+    """Everything a request handler needs, created once at start-up by `bot.app`."""
+
+    config: Config
+    store: Store
+    counter: TokenCounter
+    llm: LLMClient
+    compactor: SessionCompactor
+    context_length: int
+    clock: Callable[[], float] = time.time
+    runner: AgentRunner | None = None
+
+    def __post_init__(self) -> None:
+        if self.runner is None:
+            self.runner = AgentRunner(
+                self.store, self.llm, self.compactor, self.counter, self.system_prompt_for
+            )
+
+    @property
+    def agent(self) -> AgentRunner:
+        assert self.runner is not None
+        return self.runner
+
+    async def raw_settings(self, chat_key: str) -> tuple[dict[str, str], dict[str, str] | None]:
+        """The chat's stored values and, for a thread, its parent chat's."""
+        chat = await self.store.get_chat(chat_key)
+        raw = await self.store.get_chat_settings(chat_key)
+        parent_raw = None
+        if chat is not None and chat.parent_key:
+            parent_raw = await self.store.get_chat_settings(chat.parent_key)
+        return raw, parent_raw
+
+    async def settings_for(self, chat_key: str) -> ChatSettings:
+        """The chat's settings: its own values, else its parent chat's, else operator defaults."""
+        raw, parent_raw = await self.raw_settings(chat_key)
+        return chat_settings.resolve(raw, parent_raw, self.config)
+
+    def compaction_settings(self, settings: ChatSettings) -> CompactionSettings:
+        compression = self.config.compression
+        return CompactionSettings(
+            context_length=self.context_length,
+            threshold=settings.threshold,
+            target_ratio=settings.target_ratio,
+            protect_first_n=compression.protect_first_n,
+            protect_last_n=settings.protect_last_n,
+            max_tokens=self.config.model.max_tokens,
+            abort_on_summary_failure=compression.abort_on_summary_failure,
+        )
+
+    async def system_prompt_for(self, chat_key: str) -> str:
+        settings = await self.settings_for(chat_key)
+        pins = [p.text for p in await self.store.list_pins(chat_key)]
+        return build_system_prompt(
+            persona=settings.system_prompt or self.config.gateway.persona,
+            language=None if settings.language == "auto" else settings.language,
+            pins=pins,
+        )

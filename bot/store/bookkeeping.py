@@ -1,0 +1,194 @@
+"""Side tables of the SQLite store: compression locks, chat settings, events, usage, dedup, pins."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import UTC, datetime
+
+from bot.store import rows
+from bot.store.base import CompressionEvent, Pin, UsagePurpose, UsageRow
+from bot.store.database import Database, one
+
+# Telegram redelivers an unacknowledged update for at most 24 hours; a week is ample margin.
+PROCESSED_UPDATES_KEEP_SECONDS = 7 * 24 * 3600
+PRUNE_INTERVAL_SECONDS = 3600
+
+
+class Bookkeeping:
+    """The `Store` methods that do not touch messages; `SqliteStore` inherits them."""
+
+    _db: Database
+    _clock: Callable[[], float]
+    _last_prune: float = 0.0
+
+    # compression lock
+
+    async def acquire_lock(self, session_id: int, holder: str, ttl_seconds: float) -> bool:
+        now = self._clock()
+        async with self._db.transaction() as conn:
+            await conn.execute(
+                "DELETE FROM compression_locks WHERE session_id = ? AND expires_at <= ?",
+                (session_id, now),
+            )
+            await conn.execute(
+                "INSERT OR IGNORE INTO compression_locks(session_id, holder, acquired_at,"
+                " expires_at) VALUES (?, ?, ?, ?)",
+                (session_id, holder, now, now + ttl_seconds),
+            )
+            row = await one(
+                conn, "SELECT holder FROM compression_locks WHERE session_id = ?", (session_id,)
+            )
+        return row is not None and row["holder"] == holder
+
+    async def renew_lock(self, session_id: int, holder: str, ttl_seconds: float) -> bool:
+        now = self._clock()
+        async with self._db.transaction() as conn:
+            cur = await conn.execute(
+                "UPDATE compression_locks SET expires_at = ?"
+                " WHERE session_id = ? AND holder = ? AND expires_at > ?",
+                (now + ttl_seconds, session_id, holder, now),
+            )
+        return cur.rowcount == 1
+
+    async def release_lock(self, session_id: int, holder: str) -> bool:
+        async with self._db.transaction() as conn:
+            cur = await conn.execute(
+                "DELETE FROM compression_locks WHERE session_id = ? AND holder = ?",
+                (session_id, holder),
+            )
+        return cur.rowcount == 1
+
+    async def lock_holder(self, session_id: int) -> str | None:
+        row = await self._db.fetchone(
+            "SELECT holder FROM compression_locks WHERE session_id = ? AND expires_at > ?",
+            (session_id, self._clock()),
+        )
+        return row["holder"] if row else None
+
+    # per-chat settings
+
+    async def get_chat_settings(self, chat_key: str) -> dict[str, str]:
+        found = await self._db.fetchall(
+            "SELECT key, value FROM chat_settings WHERE chat_key = ?", (chat_key,)
+        )
+        return {r["key"]: r["value"] for r in found}
+
+    async def set_chat_setting(self, chat_key: str, key: str, value: str) -> None:
+        async with self._db.transaction() as conn:
+            await conn.execute(
+                "INSERT INTO chat_settings(chat_key, key, value) VALUES (?, ?, ?)"
+                " ON CONFLICT(chat_key, key) DO UPDATE SET value = excluded.value",
+                (chat_key, key, value),
+            )
+
+    async def unset_chat_setting(self, chat_key: str, key: str) -> bool:
+        async with self._db.transaction() as conn:
+            cur = await conn.execute(
+                "DELETE FROM chat_settings WHERE chat_key = ? AND key = ?", (chat_key, key)
+            )
+        return cur.rowcount == 1
+
+    # events, usage, dedup, pins
+
+    async def record_compression_event(self, event: CompressionEvent) -> int:
+        async with self._db.transaction() as conn:
+            cur = await conn.execute(
+                "INSERT INTO compression_events(chat_key, session_id, trigger, started_at,"
+                " ended_at, outcome, messages_before, messages_after, tokens_before,"
+                " tokens_after, summary_tokens, error) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    event.chat_key,
+                    event.session_id,
+                    event.trigger,
+                    event.started_at,
+                    event.ended_at,
+                    event.outcome,
+                    event.messages_before,
+                    event.messages_after,
+                    event.tokens_before,
+                    event.tokens_after,
+                    event.summary_tokens,
+                    event.error,
+                ),
+            )
+        return int(cur.lastrowid or 0)
+
+    async def list_compression_events(
+        self, *, chat_key: str | None = None, limit: int = 50
+    ) -> list[CompressionEvent]:
+        found = await self._db.fetchall(
+            "SELECT * FROM compression_events WHERE (? IS NULL OR chat_key = ?)"
+            " ORDER BY id DESC LIMIT ?",
+            (chat_key, chat_key, limit),
+        )
+        return [rows.event_from_row(r) for r in found]
+
+    async def add_usage(
+        self,
+        chat_key: str,
+        user_id: str | None,
+        purpose: UsagePurpose,
+        prompt_tokens: int,
+        completion_tokens: int,
+        *,
+        day: str | None = None,
+    ) -> None:
+        day = day or datetime.fromtimestamp(self._clock(), UTC).date().isoformat()
+        async with self._db.transaction() as conn:
+            await conn.execute(
+                "INSERT INTO usage(chat_key, user_id, day, purpose, prompt_tokens,"
+                " completion_tokens, calls) VALUES (?, ?, ?, ?, ?, ?, 1)"
+                " ON CONFLICT(chat_key, user_id, day, purpose) DO UPDATE SET"
+                " prompt_tokens = prompt_tokens + excluded.prompt_tokens,"
+                " completion_tokens = completion_tokens + excluded.completion_tokens,"
+                " calls = calls + 1",
+                (chat_key, user_id or "", day, purpose, prompt_tokens, completion_tokens),
+            )
+
+    async def usage(self, chat_key: str, since_day: str) -> list[UsageRow]:
+        found = await self._db.fetchall(
+            "SELECT * FROM usage WHERE chat_key = ? AND day >= ? ORDER BY day, user_id, purpose",
+            (chat_key, since_day),
+        )
+        return [rows.usage_from_row(r) for r in found]
+
+    async def mark_update_processed(self, platform: str, update_id: str) -> bool:
+        now = self._clock()
+        async with self._db.transaction() as conn:
+            cur = await conn.execute(
+                "INSERT OR IGNORE INTO processed_updates(platform, update_id, seen_at)"
+                " VALUES (?, ?, ?)",
+                (platform, str(update_id), now),
+            )
+            inserted = cur.rowcount == 1
+            if now - self._last_prune >= PRUNE_INTERVAL_SECONDS:
+                self._last_prune = now
+                await conn.execute(
+                    "DELETE FROM processed_updates WHERE seen_at < ?",
+                    (now - PROCESSED_UPDATES_KEEP_SECONDS,),
+                )
+        return inserted
+
+    async def add_pin(self, chat_key: str, text: str, author: str | None) -> Pin:
+        now = self._clock()
+        async with self._db.transaction() as conn:
+            cur = await conn.execute(
+                "INSERT INTO pins(chat_key, text, author, created_at) VALUES (?, ?, ?, ?)",
+                (chat_key, text, author, now),
+            )
+        return Pin(
+            id=int(cur.lastrowid or 0), chat_key=chat_key, text=text, author=author, created_at=now
+        )
+
+    async def list_pins(self, chat_key: str) -> list[Pin]:
+        found = await self._db.fetchall(
+            "SELECT * FROM pins WHERE chat_key = ? ORDER BY id", (chat_key,)
+        )
+        return [rows.pin_from_row(r) for r in found]
+
+    async def remove_pin(self, chat_key: str, pin_id: int) -> bool:
+        async with self._db.transaction() as conn:
+            cur = await conn.execute(
+                "DELETE FROM pins WHERE chat_key = ? AND id = ?", (chat_key, pin_id)
+            )
+        return cur.rowcount == 1

@@ -1,0 +1,139 @@
+"""The SQLite connection pair: one writer behind an asyncio lock, one read-only WAL reader."""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+import aiosqlite
+
+from bot.store.base import StoreError
+from bot.store.migrations import TRIGRAM, UNICODE61, apply_migrations
+
+BUSY_TIMEOUT_MS = 5000  # another process (the CLI) may hold the write lock briefly
+MEMORY = ":memory:"
+
+
+class Database:
+    """Owns the connections. Writes run one at a time in BEGIN IMMEDIATE transactions."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = str(path)
+        self._writer: aiosqlite.Connection | None = None
+        self._reader: aiosqlite.Connection | None = None
+        self._write_lock = asyncio.Lock()
+        self.fts_tokenizer = UNICODE61
+
+    @property
+    def is_open(self) -> bool:
+        return self._writer is not None
+
+    async def open(self) -> None:
+        if self._writer is not None:
+            return
+        in_memory = self.path == MEMORY
+        if not in_memory:
+            await asyncio.to_thread(Path(self.path).parent.mkdir, parents=True, exist_ok=True)
+        writer = await self._connect()
+        try:
+            await apply_migrations(writer)
+            self.fts_tokenizer = await _schema_tokenizer(writer)
+            # An in-memory database exists only on its own connection, so reads share it.
+            self._reader = writer if in_memory else await self._connect(query_only=True)
+        except BaseException:
+            await writer.close()
+            raise
+        self._writer = writer
+
+    async def close(self) -> None:
+        writer, reader = self._writer, self._reader
+        self._writer = self._reader = None
+        if reader is not None and reader is not writer:
+            await reader.close()
+        if writer is not None:
+            await writer.close()
+
+    async def __aenter__(self) -> Database:
+        await self.open()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.close()
+
+    async def _connect(self, *, query_only: bool = False) -> aiosqlite.Connection:
+        # isolation_level=None: transactions are the explicit BEGIN IMMEDIATE / COMMIT below.
+        conn = await aiosqlite.connect(self.path, isolation_level=None)
+        conn.row_factory = aiosqlite.Row
+        try:
+            await conn.execute("PRAGMA journal_mode=WAL")
+            await conn.execute("PRAGMA foreign_keys=ON")
+            await conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
+            await conn.execute("PRAGMA synchronous=NORMAL")
+            if query_only:
+                await conn.execute("PRAGMA query_only=ON")
+        except BaseException:
+            await conn.close()
+            raise
+        return conn
+
+    @asynccontextmanager
+    async def transaction(self) -> AsyncIterator[aiosqlite.Connection]:
+        """One BEGIN IMMEDIATE transaction; committed on exit, rolled back on any exception."""
+        async with self._write_lock:
+            conn = _require(self._writer)
+            try:
+                await conn.execute("BEGIN IMMEDIATE")
+                yield conn
+                await conn.execute("COMMIT")
+            except BaseException:
+                # Even when cancelled mid-statement: aiosqlite runs statements in order, so this
+                # ROLLBACK follows whatever was in flight and no transaction outlives the lock.
+                await _rollback(conn)
+                raise
+
+    async def fetchall(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
+        reader = _require(self._reader)
+        if reader is self._writer:
+            # A shared connection would otherwise see another task's uncommitted transaction.
+            async with self._write_lock:
+                return list(await reader.execute_fetchall(sql, params))
+        return list(await reader.execute_fetchall(sql, params))
+
+    async def fetchone(self, sql: str, params: Sequence[Any] = ()) -> Any:
+        found = await self.fetchall(sql, params)
+        return found[0] if found else None
+
+
+async def one(conn: aiosqlite.Connection, sql: str, params: Sequence[Any] = ()) -> Any:
+    """The first row of a query run inside a transaction, or None."""
+    found = await conn.execute_fetchall(sql, params)
+    return next(iter(found), None)
+
+
+async def _rollback(conn: aiosqlite.Connection) -> None:
+    try:
+        await conn.execute("ROLLBACK")
+    except sqlite3.OperationalError:
+        pass  # no transaction was open (BEGIN failed, or COMMIT had already completed)
+
+
+def _require(conn: aiosqlite.Connection | None) -> aiosqlite.Connection:
+    if conn is None:
+        raise StoreError("store is not open")
+    return conn
+
+
+async def _schema_tokenizer(conn: aiosqlite.Connection) -> str:
+    """The tokenizer the index was built with, which may predate this SQLite's capabilities."""
+    row = await one(conn, "SELECT sql FROM sqlite_master WHERE name = 'messages_fts'")
+    return TRIGRAM if row is not None and TRIGRAM in row[0] else UNICODE61

@@ -1,0 +1,239 @@
+"""Numbered schema migrations for the SQLite store, each applied once in its own transaction."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+
+import aiosqlite
+
+log = logging.getLogger(__name__)
+
+# The trigram tokenizer finds substrings, which is the only way to search Chinese or Japanese text
+# (no spaces between words); it arrived in SQLite 3.34. unicode61 is the fallback before that.
+TRIGRAM = "trigram"
+UNICODE61 = "unicode61"
+_TOKENIZERS = (TRIGRAM, UNICODE61)
+
+# What the FTS index holds for a message: the text parts of its content (str, or the "text" of each
+# part of a list) and its tool calls, so a search also finds a file name the agent passed to a tool.
+_FTS_TEXT_NEW = """
+    CASE new.content_format
+        WHEN 'json' THEN coalesce((SELECT group_concat(json_extract(value, '$.text'), ' ')
+                                   FROM json_each(new.content)
+                                   WHERE json_type(value) = 'object'), '')
+        ELSE coalesce(new.content, '')
+    END || ' ' || coalesce(new.tool_calls, '')
+"""
+_FTS_TEXT_OLD = _FTS_TEXT_NEW.replace("new.", "old.")
+
+_SCHEMA_V1 = f"""
+CREATE TABLE IF NOT EXISTS chats (
+    key         TEXT PRIMARY KEY,
+    platform    TEXT NOT NULL,
+    title       TEXT,
+    parent_key  TEXT,
+    is_group    INTEGER NOT NULL DEFAULT 1,
+    created_at  REAL NOT NULL
+);
+
+CREATE TABLE IF NOT EXISTS sessions (
+    id                  INTEGER PRIMARY KEY AUTOINCREMENT,
+    chat_key            TEXT NOT NULL REFERENCES chats(key),
+    scope_user          TEXT,
+    started_at          REAL NOT NULL,
+    ended_at            REAL,
+    last_activity_at    REAL NOT NULL,
+    active_tokens       INTEGER NOT NULL DEFAULT 0,
+    active_messages     INTEGER NOT NULL DEFAULT 0,
+    version             INTEGER NOT NULL DEFAULT 0,
+    system_prompt       TEXT,
+    compression_count   INTEGER NOT NULL DEFAULT 0,
+    previous_summary    TEXT,
+    strikes             INTEGER NOT NULL DEFAULT 0,
+    pause_until         REAL NOT NULL DEFAULT 0,
+    pause_level         INTEGER NOT NULL DEFAULT 0,
+    cooldown_until      REAL NOT NULL DEFAULT 0,
+    cooldown_cause      TEXT,
+    failure_streak      INTEGER NOT NULL DEFAULT 0,
+    last_prompt_tokens  INTEGER NOT NULL DEFAULT 0,
+    verdict_pending     INTEGER NOT NULL DEFAULT 0
+);
+-- At most one open session per chat and scope (NULL scope = the shared session).
+CREATE UNIQUE INDEX IF NOT EXISTS sessions_one_open
+    ON sessions(chat_key, coalesce(scope_user, '')) WHERE ended_at IS NULL;
+CREATE INDEX IF NOT EXISTS sessions_chat ON sessions(chat_key, id);
+
+-- Ordered by seq, not id: a compaction inserts its rows before messages that arrived meanwhile.
+-- AUTOINCREMENT keeps ids strictly increasing, which the compaction watermark relies on.
+CREATE TABLE IF NOT EXISTS messages (
+    id                   INTEGER PRIMARY KEY AUTOINCREMENT,
+    session_id           INTEGER NOT NULL REFERENCES sessions(id),
+    seq                  INTEGER NOT NULL,
+    role                 TEXT NOT NULL,
+    author_id            TEXT,
+    author_name          TEXT,
+    content              TEXT,
+    content_format       TEXT NOT NULL DEFAULT 'text'
+                         CHECK (content_format IN ('text', 'json', 'null')),
+    tool_calls           TEXT,
+    tool_call_id         TEXT,
+    name                 TEXT,
+    platform_message_id  TEXT,
+    tokens               INTEGER NOT NULL,
+    created_at           REAL NOT NULL,
+    active               INTEGER NOT NULL DEFAULT 1,
+    compacted            INTEGER NOT NULL DEFAULT 0,
+    kind                 TEXT NOT NULL DEFAULT 'message'
+                         CHECK (kind IN ('message', 'summary', 'note'))
+);
+CREATE UNIQUE INDEX IF NOT EXISTS messages_session_seq ON messages(session_id, seq);
+
+-- Contentless: the text lives in `messages`; the index only maps tokens to message ids.
+CREATE VIRTUAL TABLE IF NOT EXISTS messages_fts
+    USING fts5(text, content='', tokenize='{{tokenizer}}');
+CREATE TRIGGER IF NOT EXISTS messages_fts_insert AFTER INSERT ON messages BEGIN
+    INSERT INTO messages_fts(rowid, text) VALUES (new.id, {_FTS_TEXT_NEW});
+END;
+CREATE TRIGGER IF NOT EXISTS messages_fts_delete AFTER DELETE ON messages BEGIN
+    INSERT INTO messages_fts(messages_fts, rowid, text) VALUES ('delete', old.id, {_FTS_TEXT_OLD});
+END;
+-- Only a change of the indexed text re-indexes; archiving updates active/compacted and skips this.
+CREATE TRIGGER IF NOT EXISTS messages_fts_update
+    AFTER UPDATE OF content, content_format, tool_calls ON messages BEGIN
+    INSERT INTO messages_fts(messages_fts, rowid, text) VALUES ('delete', old.id, {_FTS_TEXT_OLD});
+    INSERT INTO messages_fts(rowid, text) VALUES (new.id, {_FTS_TEXT_NEW});
+END;
+
+CREATE TABLE IF NOT EXISTS chat_settings (
+    chat_key  TEXT NOT NULL,
+    key       TEXT NOT NULL,
+    value     TEXT NOT NULL,
+    PRIMARY KEY (chat_key, key)
+);
+
+CREATE TABLE IF NOT EXISTS compression_events (
+    id               INTEGER PRIMARY KEY AUTOINCREMENT,
+    chat_key         TEXT NOT NULL,
+    session_id       INTEGER NOT NULL,
+    trigger          TEXT NOT NULL,
+    started_at       REAL NOT NULL,
+    ended_at         REAL NOT NULL,
+    outcome          TEXT NOT NULL,
+    messages_before  INTEGER NOT NULL DEFAULT 0,
+    messages_after   INTEGER NOT NULL DEFAULT 0,
+    tokens_before    INTEGER NOT NULL DEFAULT 0,
+    tokens_after     INTEGER NOT NULL DEFAULT 0,
+    summary_tokens   INTEGER NOT NULL DEFAULT 0,
+    error            TEXT
+);
+CREATE INDEX IF NOT EXISTS compression_events_chat ON compression_events(chat_key, id);
+
+CREATE TABLE IF NOT EXISTS compression_locks (
+    session_id   INTEGER PRIMARY KEY,
+    holder       TEXT NOT NULL,
+    acquired_at  REAL NOT NULL,
+    expires_at   REAL NOT NULL
+);
+
+-- user_id '' stands for "no user": NULLs never conflict, so a NULL key would defeat the upsert.
+CREATE TABLE IF NOT EXISTS usage (
+    chat_key           TEXT NOT NULL,
+    user_id            TEXT NOT NULL DEFAULT '',
+    day                TEXT NOT NULL,
+    purpose            TEXT NOT NULL CHECK (purpose IN ('reply', 'compression')),
+    prompt_tokens      INTEGER NOT NULL DEFAULT 0,
+    completion_tokens  INTEGER NOT NULL DEFAULT 0,
+    calls              INTEGER NOT NULL DEFAULT 0,
+    PRIMARY KEY (chat_key, user_id, day, purpose)
+);
+
+CREATE TABLE IF NOT EXISTS processed_updates (
+    platform   TEXT NOT NULL,
+    update_id  TEXT NOT NULL,
+    seen_at    REAL NOT NULL,
+    PRIMARY KEY (platform, update_id)
+);
+CREATE INDEX IF NOT EXISTS processed_updates_seen ON processed_updates(seen_at);
+
+CREATE TABLE IF NOT EXISTS pins (
+    id          INTEGER PRIMARY KEY AUTOINCREMENT,
+    chat_key    TEXT NOT NULL,
+    text        TEXT NOT NULL,
+    author      TEXT,
+    created_at  REAL NOT NULL
+);
+CREATE INDEX IF NOT EXISTS pins_chat ON pins(chat_key, id);
+"""
+
+# Archiving and recounting filter on (session_id, active, id <= watermark); usage reports on day.
+_SCHEMA_V2 = """
+CREATE INDEX IF NOT EXISTS messages_session_active ON messages(session_id, active, id);
+CREATE INDEX IF NOT EXISTS usage_day ON usage(day);
+"""
+
+
+@dataclass(frozen=True, slots=True)
+class Migration:
+    version: int
+    name: str
+    script: str  # may contain {tokenizer}, filled from _TOKENIZERS only
+
+    def render(self, tokenizer: str) -> str:
+        if tokenizer not in _TOKENIZERS:
+            raise ValueError(f"unknown FTS tokenizer {tokenizer!r}")
+        return self.script.replace("{tokenizer}", tokenizer)
+
+
+MIGRATIONS: tuple[Migration, ...] = (
+    Migration(1, "initial schema", _SCHEMA_V1),
+    Migration(2, "indexes for archiving and usage reports", _SCHEMA_V2),
+)
+LATEST_VERSION = MIGRATIONS[-1].version
+
+
+async def detect_fts_tokenizer(conn: aiosqlite.Connection) -> str:
+    """`trigram` when this SQLite build has it (3.34+), else `unicode61`."""
+    try:
+        await conn.execute("CREATE VIRTUAL TABLE temp.fts_probe USING fts5(t, tokenize='trigram')")
+    except aiosqlite.OperationalError:
+        return UNICODE61
+    await conn.execute("DROP TABLE temp.fts_probe")
+    return TRIGRAM
+
+
+async def schema_version(conn: aiosqlite.Connection) -> int:
+    await conn.execute(
+        "CREATE TABLE IF NOT EXISTS schema_version (version INTEGER PRIMARY KEY, applied_at REAL)"
+    )
+    async with conn.execute("SELECT coalesce(max(version), 0) FROM schema_version") as cur:
+        row = await cur.fetchone()
+    return int(row[0]) if row else 0
+
+
+async def apply_migrations(conn: aiosqlite.Connection, *, up_to: int | None = None) -> int:
+    """Apply every migration newer than the database's version (up to `up_to`); return the version.
+
+    Needs a connection in autocommit mode (isolation_level=None): each migration runs inside its
+    own BEGIN IMMEDIATE ... COMMIT, so a failure leaves the database at the previous version.
+    """
+    current = await schema_version(conn)
+    target = LATEST_VERSION if up_to is None else up_to
+    tokenizer = await detect_fts_tokenizer(conn)
+    for migration in MIGRATIONS:
+        if migration.version <= current or migration.version > target:
+            continue
+        try:
+            await conn.executescript("BEGIN IMMEDIATE;\n" + migration.render(tokenizer))
+            await conn.execute(
+                "INSERT INTO schema_version(version, applied_at) VALUES (?, strftime('%s', 'now'))",
+                (migration.version,),
+            )
+            await conn.execute("COMMIT")
+        except BaseException:
+            if conn.in_transaction:
+                await conn.execute("ROLLBACK")
+            raise
+        current = migration.version
+        log.info("store schema migrated to version %d (%s)", migration.version, migration.name)
+    return current
