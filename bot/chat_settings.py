@@ -227,13 +227,19 @@ class ChatSettings:
         return ZoneInfo(self.timezone)
 
 
-def parse_setting(key: str, raw: str, config: Config, *, enforce_bounds: bool) -> str:
-    """The normalised text to store for `key`; chat admins get enforce_bounds=True."""
+def check_key(key: str, *, enforce_bounds: bool = False) -> str:
+    """The normalised key, refused when unknown or (for chat admins) operator-only."""
     spec = SETTINGS.get(key.strip().lower())
     if spec is None:
         raise UnknownSetting(key)
     if enforce_bounds and spec.operator_only:
         raise SettingRestricted(spec.key)
+    return spec.key
+
+
+def parse_setting(key: str, raw: str, config: Config, *, enforce_bounds: bool) -> str:
+    """The normalised text to store for `key`; chat admins get enforce_bounds=True."""
+    spec = SETTINGS[check_key(key, enforce_bounds=enforce_bounds)]
     return spec.render(_typed(spec, raw, config, enforce_bounds=enforce_bounds))
 
 
@@ -318,13 +324,11 @@ def describe(
     raw_parent: Mapping[str, str] | None = None,
 ) -> SettingDescription:
     """One key's current value, where it comes from, its default and what a chat admin may set."""
-    spec = SETTINGS.get(key)
-    if spec is None:
-        raise UnknownSetting(key)
+    spec = SETTINGS[check_key(key)]
     value, source = _resolved(spec, raw_chat or {}, raw_parent, config)
-    allowed = allowed_range(key, config, enforce_bounds=True)
+    allowed = allowed_range(spec.key, config, enforce_bounds=True)
     return SettingDescription(
-        key=key,
+        key=spec.key,
         value=_shown(spec, value),
         source=source,
         default=_shown(spec, spec.default(config)),
@@ -362,6 +366,7 @@ __all__ = [
     "SettingSpec",
     "UnknownSetting",
     "allowed_range",
+    "check_key",
     "describe",
     "describe_all",
     "parse_setting",

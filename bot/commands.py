@@ -104,7 +104,11 @@ async def _compress(args: str, ctx: CommandContext) -> list[str]:
         f"🗜️ Compressed: {report.messages_before} → {report.messages_after} messages, "
         f"{report.tokens_before:,} → {report.tokens_after:,} tokens"
         + (f" (focus: {focus})" if focus else "")
-        + (" — automatic summary unavailable, used the built-in one" if report.outcome == "fallback" else "")
+        + (
+            " — automatic summary unavailable, used the built-in one"
+            if report.outcome == "fallback"
+            else ""
+        )
     ]
     if show and report.summary:
         lines.append(report.summary)
@@ -137,10 +141,14 @@ async def _config(args: str, ctx: CommandContext) -> list[str]:
         return [_refusal(f"/config {key} <value>")]
     try:
         if value.lower() == "default":
-            await store.unset_chat_setting(chat_key, chat_settings.check_key(key))
+            await store.unset_chat_setting(
+                chat_key, chat_settings.check_key(key, enforce_bounds=True)
+            )
             message = f"✅ {key} reset to the default."
         else:
-            normalized = chat_settings.parse_setting(key, value, services.config, enforce_bounds=True)
+            normalized = chat_settings.parse_setting(
+                key, value, services.config, enforce_bounds=True
+            )
             await store.set_chat_setting(chat_key, key, normalized)
             message = f"✅ {key} = {normalized} (takes effect with the next message)"
     except SettingError as exc:

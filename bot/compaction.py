@@ -14,7 +14,15 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from bot.store.base import CompactionCommit, CompressionEvent, NewMessage, SessionRecord, Store, StoredMessage
+from bot.store.base import (
+    CompactionCommit,
+    CompressionEvent,
+    MessageKind,
+    NewMessage,
+    SessionRecord,
+    Store,
+    StoredMessage,
+)
 from compression import (
     CompressionResult,
     CompressorConfig,
@@ -99,7 +107,7 @@ def new_lock_holder(purpose: str) -> str:
 
 
 class SessionCompactor:
-    """Compacts a stored session in place. Every path (turn, hygiene, overnight, /compress) uses it."""
+    """Compacts a stored session in place; every path (turn, hygiene, overnight, /compress)."""
 
     def __init__(
         self,
@@ -193,7 +201,7 @@ class SessionCompactor:
             messages, focus_topic=job.focus, force=job.force, pins=pins
         )
         await self._record_usage(session.chat_key, own_usage)
-        outcome = result.outcome
+        outcome: str = result.outcome
         after_messages = len(active)
         new_anchor = None
         if outcome in CHANGED_OUTCOMES:
@@ -245,7 +253,8 @@ class SessionCompactor:
         if result.outcome == "aborted" and before.cooldown_until <= now and result.error:
             return (
                 "⚠️ I couldn't compact this chat's history (the summary service failed: "
-                f"{result.error}). Nothing was lost; I'll retry later, or an admin can run /compress."
+                f"{result.error}). Nothing was lost; I'll retry later, "
+                "or an admin can run /compress."
             )
         if after.pause_until > now >= before.pause_until:
             minutes = max(1, round((after.pause_until - now) / 60))
@@ -313,7 +322,9 @@ def _to_rows(
     rows = []
     for message in messages:
         original = by_print.get(_fingerprint(message))
-        kind = "summary" if is_summary_text(_text(message.get("content"))) else "message"
+        kind: MessageKind = (
+            "summary" if is_summary_text(_text(message.get("content"))) else "message"
+        )
         extra: dict[str, Any] = {}
         if original is not None:
             extra = {

@@ -67,6 +67,10 @@ class TimeWindow:
     def __str__(self) -> str:
         return f"{self.start:%H:%M}-{self.end:%H:%M}"
 
+    @property
+    def crosses_midnight(self) -> bool:
+        return self.end < self.start
+
     def contains(self, moment: time) -> bool:
         if self.start < self.end:
             return self.start <= moment < self.end

@@ -53,7 +53,9 @@ class ReplyTarget:
 
     @classmethod
     def for_message(cls, message: InboundMessage) -> ReplyTarget:
-        return cls(message.platform, message.chat_id, message.thread_id, message.platform_message_id)
+        return cls(
+            message.platform, message.chat_id, message.thread_id, message.platform_message_id
+        )
 
     @property
     def chat_key(self) -> str:
@@ -70,7 +72,7 @@ class Adapter(Protocol):
     platform: str
 
     async def send(self, target: ReplyTarget, text: str) -> None:
-        """Deliver `text` (Markdown from the model or a plain notice), split and retried as needed."""
+        """Deliver `text` (Markdown or a plain notice), split and retried as needed."""
         ...
 
     async def is_admin(self, message: InboundMessage) -> bool:

@@ -140,8 +140,13 @@ class Gateway:
         if message.is_group and not self._rate.allow(
             (message.chat_key, message.author_id), settings.user_rate_limit_per_minute
         ):
-            return f"{message.author_name}, you're sending messages faster than I can answer; please slow down a little."
-        if await budget_exceeded(self.services.store, message.chat_key, settings.daily_token_budget):
+            return (
+                f"{message.author_name}, you're sending messages faster than I can answer; "
+                "please slow down a little."
+            )
+        if await budget_exceeded(
+            self.services.store, message.chat_key, settings.daily_token_budget
+        ):
             return "This chat has used its token budget for today; I'll be back tomorrow (UTC)."
         return None
 
@@ -229,7 +234,8 @@ class Gateway:
         store = self.services.store
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self.services.config.compression.hygiene_max_wait_seconds
-        while await store.lock_holder(session_id) is not None and loop.time() < deadline:
+        # The lock is a database row another process may hold, so there is no event to wait on.
+        while await store.lock_holder(session_id) is not None and loop.time() < deadline:  # noqa: ASYNC110
             await asyncio.sleep(LOCK_POLL_SECONDS)
 
     async def _store_reply(self, session_id: int, text: str) -> None:
@@ -271,4 +277,3 @@ class Gateway:
 
 def _lane_key(session: SessionRecord) -> str:
     return f"{session.chat_key}|{session.scope_user or ''}"
-

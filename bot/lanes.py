@@ -71,11 +71,11 @@ class LaneScheduler:
             else:
                 await asyncio.sleep(0)
 
-    async def close(self, *, timeout: float = 10.0) -> None:
-        """Stop taking work, let running jobs finish for up to `timeout`, then cancel the rest."""
+    async def close(self, *, grace_seconds: float = 10.0) -> None:
+        """Stop taking work, let running jobs finish for `grace_seconds`, then cancel the rest."""
         self._closed = True
         try:
-            await asyncio.wait_for(self.join(), timeout)
+            await asyncio.wait_for(self.join(), grace_seconds)
         except TimeoutError:
             for lane in list(self._lanes.values()):
                 if lane.worker:

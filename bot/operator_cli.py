@@ -90,8 +90,9 @@ async def _config(app: App, args: argparse.Namespace) -> None:
             print(chat_settings.describe(key, app.config, raw, parent_raw))
         return
     if args.action == "unset":
-        await store.unset_chat_setting(chat, chat_settings.check_key(args.key))
-        print(f"{chat}: {args.key} reset to the default")
+        key = chat_settings.check_key(args.key)
+        await store.unset_chat_setting(chat, key)
+        print(f"{chat}: {key} reset to the default")
         return
     if args.value is None:
         raise OperatorError("config set needs a VALUE")
@@ -100,8 +101,9 @@ async def _config(app: App, args: argparse.Namespace) -> None:
     if await store.get_chat(chat) is None:
         platform = chat.split(":", 1)[0]
         await store.upsert_chat(chat, platform)
-    await store.set_chat_setting(chat, args.key, value)
-    print(f"{chat}: {args.key} = {value}")
+    key = chat_settings.check_key(args.key)
+    await store.set_chat_setting(chat, key, value)
+    print(f"{chat}: {key} = {value}")
 
 
 async def _compress(app: App, args: argparse.Namespace) -> None:

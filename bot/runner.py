@@ -103,7 +103,11 @@ class AgentRunner:
         await self._load(turn)
         await self._preflight(turn)
         for round_no in range(MAX_TOOL_ROUNDS + 1):
-            if round_no and self._may_compact(turn) and turn.compressor.should_compress(turn.tokens):
+            if (
+                round_no
+                and self._may_compact(turn)
+                and turn.compressor.should_compress(turn.tokens)
+            ):
                 await self._compact(turn, "pressure")
             tools = TOOL_SCHEMAS if round_no < MAX_TOOL_ROUNDS else None
             try:
@@ -248,7 +252,13 @@ def _rows_for_turn(
 def _llm_failure_text(exc: LLMError) -> str:
     kind = type(exc).__name__
     if kind == "LLMAuthError":
-        return "I can't use the language model right now (access or quota problem). Your message is saved."
+        return (
+            "I can't use the language model right now (access or quota problem). "
+            "Your message is saved."
+        )
     if kind == "LLMRateLimitError":
-        return "The language model is rate-limiting me right now. Your message is saved; try again shortly."
+        return (
+            "The language model is rate-limiting me right now. "
+            "Your message is saved; try again shortly."
+        )
     return "I couldn't reach the language model just now. Your message is saved; try again shortly."

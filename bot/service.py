@@ -105,7 +105,8 @@ def _banner(app: App, room: str, admins: Iterable[str]) -> None:
     lines = [
         f"compactbot console — room '{room}' (chat console:{room})",
         f"store: {database_path(config)}",
-        f"model: {model.name} [{kind}], window {model.context_length:,} tokens ({model.context_source})",
+        f"model: {model.name} [{kind}], "
+        f"window {model.context_length:,} tokens ({model.context_source})",
         f"compaction at {compression.threshold:.0%}, hygiene at {compression.hygiene_threshold:.0%}"
         f" or {compression.hygiene_hard_message_limit} messages",
         f"admins: {', '.join(sorted(admins)) or 'none'}",

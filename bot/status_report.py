@@ -51,7 +51,9 @@ def status_text(
         lines.append(f"Breaker: automatic compaction paused until {_when(state.pause_until)}")
     elif state.cooldown_until > now:
         cause = state.cooldown_cause or "failure"
-        lines.append(f"Cooldown after a summary {cause} failure until {_when(state.cooldown_until)}")
+        lines.append(
+            f"Cooldown after a summary {cause} failure until {_when(state.cooldown_until)}"
+        )
     else:
         lines.append("Breaker: ok")
     return "\n".join(lines)
@@ -71,6 +73,7 @@ def usage_text(rows: Sequence[UsageRow], *, today: str) -> str:
         comp_tokens, comp_calls = total(selected, "compression")
         lines.append(
             f"{label}: {reply_tokens + comp_tokens:,} tokens in {reply_calls + comp_calls} calls "
-            f"(replies {reply_tokens:,} / {reply_calls}, compression {comp_tokens:,} / {comp_calls})"
+            f"(replies {reply_tokens:,} / {reply_calls}, "
+            f"compression {comp_tokens:,} / {comp_calls})"
         )
     return "\n".join(lines)

@@ -30,6 +30,13 @@ from compression.template import ensure_pins
 from compression.thresholds import CompressorConfig
 from compression.tokens import counter_for
 
+# The summarizer input must fit the summary model: the template costs about this many tokens,
+# and English chat averages ~4 chars per token, so 3 leaves room for code, CJK and emoji.
+SUMMARY_PROMPT_OVERHEAD_TOKENS = 1_200
+SAFE_CHARS_PER_TOKEN = 3
+MIN_SUMMARY_INPUT_CHARS = 4_000
+MAX_SUMMARY_INPUT_CHARS = 160_000
+
 log = logging.getLogger(__name__)
 
 # asyncio.TimeoutError is TimeoutError since 3.11; raw transport errors from any summarizer
@@ -204,16 +211,28 @@ class ContextCompressor(ContextEngine):
         now: float,
     ) -> SummaryRequest:
         focus = focus_topic if focus_topic and focus_topic.strip() else derive_focus(plan.working)
-        previous = plan.previous_summary
+        previous = redact(plan.previous_summary) if plan.previous_summary else None
+        budget = self._config.summary_budget(self._counter.count_messages(middle))
         return SummaryRequest(
-            turns=summary_turns(middle),
-            previous_summary=redact(previous) if previous else None,
+            turns=summary_turns(middle, max_chars=self._input_chars(budget, previous)),
+            previous_summary=previous,
             focus_topic=redact(focus) if focus else None,
-            budget_tokens=self._config.summary_budget(self._counter.count_messages(middle)),
+            budget_tokens=budget,
             today=dt.datetime.fromtimestamp(now, tz=dt.UTC).date(),
             participants=tuple(participants(middle)),
             pins=tuple(pins),
         )
+
+    def _input_chars(self, budget_tokens: int, previous: str | None) -> int:
+        """Bound the turns so prompt + previous summary + answer fit the summary model's window."""
+        room = (
+            self._config.context_length
+            - budget_tokens
+            - SUMMARY_PROMPT_OVERHEAD_TOKENS
+            - (self._counter.count_text(previous) if previous else 0)
+        )
+        chars = int(room * SAFE_CHARS_PER_TOKEN)
+        return max(MIN_SUMMARY_INPUT_CHARS, min(MAX_SUMMARY_INPUT_CHARS, chars))
 
     async def _summarise(self, request: SummaryRequest, force: bool, now: float) -> _Summary:
         """The summary body and its outcome; `body` None means abort and keep the transcript."""

@@ -129,7 +129,7 @@ class SqliteStore(Bookkeeping):
             await conn.execute(
                 "INSERT INTO usage(chat_key, user_id, day, purpose, prompt_tokens,"
                 " completion_tokens, calls) SELECT ?, user_id, day, purpose, prompt_tokens,"
-                " completion_tokens, calls FROM usage WHERE chat_key = ? AND true"
+                " completion_tokens, calls FROM usage WHERE chat_key = ?"
                 " ON CONFLICT(chat_key, user_id, day, purpose) DO UPDATE SET"
                 " prompt_tokens = prompt_tokens + excluded.prompt_tokens,"
                 " completion_tokens = completion_tokens + excluded.completion_tokens,"
@@ -275,10 +275,20 @@ class SqliteStore(Bookkeeping):
                     row["version"],
                 )
                 return None
+            # The fence is a position in the transcript, not an id: after a compaction the
+            # compacted rows have higher ids than the survivors that follow them.
+            mark = await one(
+                conn,
+                "SELECT seq FROM messages WHERE id = ? AND session_id = ? AND active = 1",
+                (watermark, sid),
+            )
+            if mark is None:
+                log.info("compaction watermark is gone (chat=%s session=%d)", session.chat_key, sid)
+                return None
             cur = await conn.execute(
                 "UPDATE messages SET active = 0, compacted = 1"
-                " WHERE session_id = ? AND active = 1 AND id <= ?",
-                (sid, watermark),
+                " WHERE session_id = ? AND active = 1 AND seq <= ?",
+                (sid, mark["seq"]),
             )
             archived = cur.rowcount
             # Rows newer than the watermark arrived while the summary was written: renumber them
@@ -292,6 +302,11 @@ class SqliteStore(Bookkeeping):
                 [rows.message_params(m, sid, base + i + 1, now) for i, m in enumerate(compacted)],
             )
             after = base + len(compacted)
+            inserted = await conn.execute_fetchall(
+                "SELECT id FROM messages"
+                " WHERE session_id = ? AND seq > ? AND seq <= ? ORDER BY seq",
+                (sid, base, after),
+            )
             await conn.executemany(
                 "UPDATE messages SET seq = ? WHERE id = ?",
                 [(after + i + 1, r[0]) for i, r in enumerate(survivors)],
@@ -309,6 +324,7 @@ class SqliteStore(Bookkeeping):
             active_tokens=tokens,
             active_messages=count,
             version=version,
+            inserted_ids=tuple(r[0] for r in inserted),
         )
 
     async def search(self, chat_key: str, query: str, limit: int = 10) -> list[SearchHit]:

@@ -1,0 +1,47 @@
+"""Write transactions: a failure or a cancellation leaves nothing half-written."""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+
+import pytest
+
+from bot.store import NewMessage, SessionNotFound, SqliteStore
+from tests.store.factories import user
+
+
+async def test_failed_batch_leaves_rows_and_totals_untouched(store: SqliteStore) -> None:
+    session = await store.active_session("console:room")
+    await store.append_messages(session.id, [user("kept", 4)])
+    broken = NewMessage(role="user", content="x", tokens=1, kind="bogus")  # type: ignore[arg-type]
+
+    with pytest.raises(sqlite3.IntegrityError, match="CHECK"):
+        await store.append_messages(session.id, [user("lost", 9), broken])
+
+    after = await store.get_session(session.id)
+    assert (after.active_tokens, after.active_messages) == (4, 1)
+    assert [m.text for m in await store.load_active(session.id)] == ["[alice] kept"]
+
+
+async def test_append_to_unknown_session_raises_and_store_stays_usable(store: SqliteStore) -> None:
+    with pytest.raises(SessionNotFound):
+        await store.append_messages(999, [user("nowhere")])
+
+    session = await store.active_session("console:room")
+    assert len(await store.append_messages(session.id, [user("fine")])) == 1
+
+
+async def test_cancelled_write_does_not_wedge_the_writer(store: SqliteStore) -> None:
+    session = await store.active_session("console:room")
+    batch = [user(f"m{i}") for i in range(2000)]
+
+    task = asyncio.create_task(store.append_messages(session.id, batch))
+    await asyncio.sleep(0)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+
+    await store.append_messages(session.id, [user("after cancel")])
+    after = await store.get_session(session.id)
+    assert (after.active_tokens, after.active_messages) == await store.recount(session.id)
