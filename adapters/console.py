@@ -1,4 +1,4 @@
-"""A group chat in the terminal: `name: text` lines in, `bot: …` lines out, scriptable from a pipe."""
+"""A group chat in the terminal: `name: text` in, `bot: …` out, scriptable from a pipe."""
 
 from __future__ import annotations
 
@@ -60,9 +60,7 @@ class ConsoleAdapter:
             text = line
         self._counter += 1
         addressed = (
-            self._activation_always
-            or BOT_HANDLE in text.lower()
-            or text.lstrip().startswith("/")
+            self._activation_always or BOT_HANDLE in text.lower() or text.lstrip().startswith("/")
         )
         return InboundMessage(
             platform=PLATFORM,

@@ -49,15 +49,20 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def configure_logging(config: Config) -> None:
+def configure_logging(config: Config, *, interactive: bool) -> None:
+    """INFO for the service; the console and operator commands stay quiet unless asked."""
+    explicit = "COMPACTBOT_LOG_LEVEL" in os.environ
+    level = config.logging.level if explicit or not interactive else "WARNING"
     logging.basicConfig(
-        level=config.logging.level,
+        level=level,
         stream=sys.stderr,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
     # httpx logs full request URLs at INFO; Telegram URLs embed the bot token.
     logging.getLogger("httpx").setLevel(logging.WARNING)
     logging.getLogger("httpcore").setLevel(logging.WARNING)
+    # aiosqlite logs SQL parameters (message text) at DEBUG.
+    logging.getLogger("aiosqlite").setLevel(logging.INFO)
 
 
 def main(argv: Sequence[str] | None = None) -> None:
@@ -65,7 +70,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     command = args.command or "run"
     with exit_on_config_error():
         config = load_config(os.environ)
-    configure_logging(config)
+    quiet = command != "run" or (config.telegram.token is None and config.discord.token is None)
+    configure_logging(config, interactive=quiet)
     try:
         code = asyncio.run(_dispatch(command, args, config))
     except KeyboardInterrupt:

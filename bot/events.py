@@ -13,6 +13,14 @@ def chat_key(platform: str, chat_id: str, thread_id: str | None = None) -> str:
     return f"{platform}:{chat_id}:{thread_id}" if thread_id else f"{platform}:{chat_id}"
 
 
+def target_for(key: str) -> ReplyTarget:
+    """Where to post in a chat known only by its key (notices from background jobs)."""
+    platform, _, rest = key.partition(":")
+    # Telegram chat ids are negative numbers, so only the last ':' can separate a thread.
+    chat_id, _, thread_id = rest.rpartition(":") if rest.count(":") else (rest, "", "")
+    return ReplyTarget(platform, chat_id, thread_id or None)
+
+
 @dataclass(frozen=True, slots=True)
 class InboundMessage:
     """One message from a platform, already normalized by its adapter."""

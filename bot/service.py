@@ -13,6 +13,7 @@ from typing import Protocol, TextIO
 from adapters.console import ConsoleAdapter, run_console
 from bot.app import App, database_path
 from bot.config import Config
+from bot.events import ReplyTarget, target_for
 from bot.offline_model import OfflineModel
 
 log = logging.getLogger(__name__)
@@ -28,6 +29,7 @@ class Platform(Protocol):
 
     async def start(self) -> None: ...
     async def stop(self) -> None: ...
+    async def send(self, target: ReplyTarget, text: str) -> None: ...
 
 
 def _platforms(config: Config, app: App) -> list[Platform]:
@@ -51,7 +53,14 @@ async def run(config: Config) -> int:
             return await _console(app, room="main", admins=[CONSOLE_OWNER])
         from scheduler.overnight import OvernightScheduler
 
-        scheduler = OvernightScheduler(app.services, app.gateway)
+        by_platform = {p.name: p for p in platforms}
+
+        async def notify(chat_key: str, text: str) -> None:
+            platform = by_platform.get(chat_key.split(":", 1)[0])
+            if platform is not None:
+                await platform.send(target_for(chat_key), text)
+
+        scheduler = OvernightScheduler(app.services, app.gateway, notify=notify)
         stop = _stop_event()
         started: list[Platform] = []
         try:

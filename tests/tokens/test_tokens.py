@@ -65,9 +65,10 @@ def test_image_parts_count_fixed_amount() -> None:
             {"type": "image_url", "image_url": {"url": "data:image/png;base64," + "A" * 50_000}},
         ],
     }
-    assert counter.count_message(msg) == counter.count_message(
-        {"role": "user", "content": "look"}
-    ) + IMAGE_TOKENS
+    assert (
+        counter.count_message(msg)
+        == counter.count_message({"role": "user", "content": "look"}) + IMAGE_TOKENS
+    )
 
 
 def test_tool_call_envelope_counts() -> None:

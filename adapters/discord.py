@@ -1,0 +1,340 @@
+"""Discord through discord.py: gateway events in, replies out, slash commands for the commands."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import AsyncIterator
+from typing import TYPE_CHECKING, Any, Protocol
+
+import aiohttp
+import discord
+from discord import app_commands
+
+from adapters.discord_gating import (
+    PLATFORM,
+    addressed_directly,
+    ignore_reason,
+    is_admin_permissions,
+    message_facts,
+    to_inbound,
+)
+from adapters.discord_slash import PendingInteractions, slash_commands, slash_inbound
+from adapters.discord_text import discord_chunks, neutralize_mass_mentions
+from bot import chat_settings
+from bot.chat_settings import Activation, ChatSettings
+from bot.events import Adapter, DeliveryError, InboundMessage, ReplyTarget, chat_key
+
+if TYPE_CHECKING:
+    from bot.config import Config
+    from bot.services import Services
+
+log = logging.getLogger(__name__)
+
+READY_TIMEOUT_SECONDS = 60.0  # login + gateway handshake + GUILD_CREATEs on a slow link
+CLOSE_TIMEOUT_SECONDS = 10.0
+COMMAND_SYNC_TIMEOUT_SECONDS = 30.0
+# Per REST call, including discord.py's own 429 waits (it sleeps through Retry-After itself).
+SEND_TIMEOUT_SECONDS = 60.0
+MEMBER_LOOKUP_TIMEOUT_SECONDS = 10.0
+# Our retries on top of discord.py's: for transport errors and 5xx that outlived its retries.
+SEND_RETRY_BACKOFF_SECONDS = (1.0, 3.0)
+SERVER_ERROR_STATUS = 500
+TOO_MANY_REQUESTS = 429  # only reaches us without Discord's `Via` header (a Cloudflare limit)
+
+NO_PINGS = discord.AllowedMentions.none()  # model output never pings @everyone, roles or users
+_TRANSPORT_ERRORS = (aiohttp.ClientError, OSError, TimeoutError)
+
+
+class MessageGateway(Protocol):
+    """What the adapter needs of `bot.gateway.Gateway`; tests wrap one to see what it handled."""
+
+    @property
+    def services(self) -> Services: ...
+
+    async def handle(self, message: InboundMessage, adapter: Adapter) -> None: ...
+
+
+class _Client(discord.Client):
+    """A discord.Client whose events go to its platform; the tree holds the slash commands."""
+
+    def __init__(self, platform: DiscordPlatform, **options: Any) -> None:
+        intents = discord.Intents.default()
+        intents.message_content = True  # privileged: enable it in the developer portal
+        super().__init__(intents=intents, **options)
+        self.platform = platform
+        self.tree = app_commands.CommandTree(self)
+
+    async def setup_hook(self) -> None:
+        await self.platform.setup_commands(self.tree)
+
+    async def on_ready(self) -> None:
+        name = self.user.name if self.user else "?"
+        log.info("discord: connected as %s, %d guilds", name, len(self.guilds))
+
+    async def on_message(self, message: discord.Message) -> None:
+        await self.platform.on_message(message)
+
+
+class DiscordPlatform:
+    """The Discord adapter and its lifecycle: `start()` returns once the client is ready."""
+
+    name = "discord"
+    platform = PLATFORM
+
+    def __init__(
+        self,
+        config: Config,
+        gateway: MessageGateway,
+        *,
+        client_options: dict[str, Any] | None = None,
+    ) -> None:
+        if config.discord.token is None:
+            raise ValueError("DiscordPlatform needs discord.token (DISCORD_BOT_TOKEN)")
+        self._config = config
+        self._token = config.discord.token
+        self._gateway = gateway
+        self._client_options = dict(client_options or {})
+        self._client: _Client | None = None
+        self._task: asyncio.Task[None] | None = None
+        self._interactions = PendingInteractions()
+
+    # --- lifecycle ------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        """Log in and connect; raise if the client fails or is not ready in time."""
+        if self._task is not None:
+            return
+        client = _Client(self, **self._client_options)
+        self._client = client
+        self._task = asyncio.create_task(
+            client.start(self._token.get_secret_value()), name="discord-client"
+        )
+        self._task.add_done_callback(_report_client_exit)
+        ready = asyncio.create_task(client.wait_until_ready(), name="discord-ready")
+        done, _ = await asyncio.wait(
+            {ready, self._task}, timeout=READY_TIMEOUT_SECONDS, return_when=asyncio.FIRST_COMPLETED
+        )
+        if ready in done:
+            return
+        ready.cancel()
+        failed = self._task if self._task in done else None
+        error = failed.exception() if failed is not None else None
+        await self.stop()
+        if error is not None:
+            raise error  # LoginFailure for a bad token, PrivilegedIntentsRequired, ...
+        raise TimeoutError(f"discord client not ready after {READY_TIMEOUT_SECONDS:.0f}s")
+
+    async def stop(self) -> None:
+        """Close the connection and wait for the client task; safe to call twice."""
+        client, task = self._client, self._task
+        self._client, self._task = None, None
+        if client is not None:
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(client.close(), CLOSE_TIMEOUT_SECONDS)
+        if task is not None:
+            if not task.done():
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(asyncio.shield(task), CLOSE_TIMEOUT_SECONDS)
+                task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+
+    async def setup_commands(self, tree: app_commands.CommandTree[Any]) -> None:
+        """Register the slash commands and sync them; a failed sync leaves text commands working."""
+        for command in slash_commands(self._run_slash):
+            tree.add_command(command)
+        guild_id = self._config.discord.guild_id
+        guild = discord.Object(id=guild_id) if guild_id is not None else None
+        if guild is not None:
+            # Guild commands appear at once; global ones can take an hour to reach clients.
+            tree.copy_global_to(guild=guild)
+        try:
+            synced = await asyncio.wait_for(tree.sync(guild=guild), COMMAND_SYNC_TIMEOUT_SECONDS)
+        except (discord.HTTPException, app_commands.AppCommandError, *_TRANSPORT_ERRORS):
+            log.exception("discord: slash command sync failed; text /commands still work")
+            return
+        log.info(
+            "discord: synced %d slash commands %s",
+            len(synced),
+            f"to guild {guild_id}" if guild_id else "globally",
+        )
+
+    # --- inbound --------------------------------------------------------------------------
+
+    async def on_message(self, message: discord.Message) -> None:
+        client = self._client
+        if client is None or client.user is None:
+            return
+        bot_id = str(client.user.id)
+        facts = message_facts(message)
+        if ignore_reason(facts, bot_id) is not None:
+            return
+        activation: Activation = "mention"
+        keyword: str | None = None
+        if not addressed_directly(facts, bot_id):
+            settings = await self._settings(facts.chat_id, facts.thread_id)
+            activation, keyword = settings.activation, settings.keyword
+        inbound = to_inbound(facts, bot_id=bot_id, activation=activation, keyword=keyword)
+        await self._handle(inbound)
+
+    async def _run_slash(self, interaction: discord.Interaction, name: str, args: str) -> None:
+        inbound = slash_inbound(interaction, name, args)
+        try:
+            # Discord wants an answer within 3 s; the reply follows through the followup webhook.
+            await interaction.response.defer(thinking=True)
+            self._interactions.add(interaction)
+        except (discord.HTTPException, *_TRANSPORT_ERRORS):
+            # Too late to acknowledge: run the command anyway and answer in the channel.
+            log.warning(
+                "discord: could not defer a slash command", extra={"chat_key": inbound.chat_key}
+            )
+        await self._handle(inbound)
+
+    async def _handle(self, inbound: InboundMessage) -> None:
+        try:
+            await self._gateway.handle(inbound, self)
+        except Exception:
+            log.exception("discord: message handling failed", extra={"chat_key": inbound.chat_key})
+
+    async def _settings(self, chat_id: str, thread_id: str | None) -> ChatSettings:
+        """Resolved before the gateway has recorded the chat, so a new thread still inherits."""
+        store = self._gateway.services.store
+        raw = await store.get_chat_settings(chat_key(PLATFORM, chat_id, thread_id))
+        parent = await store.get_chat_settings(chat_key(PLATFORM, chat_id)) if thread_id else None
+        return chat_settings.resolve(raw, parent, self._config)
+
+    # --- Adapter protocol -----------------------------------------------------------------
+
+    async def send(self, target: ReplyTarget, text: str) -> None:
+        """Chunks of at most 2000 characters that ping nobody; the first replies to the trigger."""
+        chunks = [c for c in discord_chunks(neutralize_mass_mentions(text)) if c.strip()]
+        interaction = self._interactions.get(target.reply_to_message_id)
+        reference = None if interaction else self._reference(target)
+        for chunk in chunks:
+            if interaction is not None and await self._followup(interaction, target, chunk):
+                continue
+            interaction = None  # its webhook is gone: the rest goes to the channel
+            await self._deliver(target, chunk, reference)
+            reference = None
+
+    async def is_admin(self, message: InboundMessage) -> bool:
+        if message.is_admin is not None:
+            return message.is_admin
+        if not message.is_group:
+            return True
+        channel = (
+            self._client.get_channel(int(message.thread_id or message.chat_id))
+            if self._client
+            else None
+        )
+        if not isinstance(channel, (discord.abc.GuildChannel, discord.Thread)):
+            return False
+        guild = channel.guild
+        member = guild.get_member(int(message.author_id))
+        if member is None:
+            try:
+                member = await asyncio.wait_for(
+                    guild.fetch_member(int(message.author_id)), MEMBER_LOOKUP_TIMEOUT_SECONDS
+                )
+            except (discord.HTTPException, *_TRANSPORT_ERRORS):
+                log.warning("discord: member lookup failed", extra={"chat_key": message.chat_key})
+                return False
+        return is_admin_permissions(channel.permissions_for(member))
+
+    def typing(self, target: ReplyTarget) -> contextlib.AbstractAsyncContextManager[None]:
+        return self._typing(target)
+
+    @contextlib.asynccontextmanager
+    async def _typing(self, target: ReplyTarget) -> AsyncIterator[None]:
+        # Cosmetic: a failed typing call must never stop the reply.
+        indicator = self._channel(target).typing()
+        entered = False
+        try:
+            await asyncio.wait_for(indicator.__aenter__(), SEND_TIMEOUT_SECONDS)
+            entered = True
+        except (discord.HTTPException, *_TRANSPORT_ERRORS):
+            log.debug("discord: typing indicator failed", extra={"chat_key": target.chat_key})
+        try:
+            yield
+        finally:
+            if entered:
+                with contextlib.suppress(Exception):
+                    await indicator.__aexit__(None, None, None)
+
+    # --- delivery -------------------------------------------------------------------------
+
+    def _channel(self, target: ReplyTarget) -> discord.PartialMessageable:
+        if self._client is None:
+            raise DeliveryError("discord client is not running")
+        # A partial channel needs no cache: it works for threads and DMs the cache has dropped.
+        return self._client.get_partial_messageable(int(target.thread_id or target.chat_id))
+
+    def _reference(self, target: ReplyTarget) -> discord.MessageReference | None:
+        if target.reply_to_message_id is None:
+            return None
+        return discord.MessageReference(
+            message_id=int(target.reply_to_message_id),
+            channel_id=int(target.thread_id or target.chat_id),
+            fail_if_not_exists=False,  # the question may be deleted; the answer still goes out
+        )
+
+    async def _deliver(
+        self, target: ReplyTarget, chunk: str, reference: discord.MessageReference | None
+    ) -> None:
+        """One chunk to the channel, retried on transient failures, else DeliveryError."""
+        channel = self._channel(target)
+        # Only a reply carries a reference; mention_author=False keeps it from pinging the asker.
+        reply: dict[str, Any] = (
+            {"reference": reference, "mention_author": False} if reference else {}
+        )
+        for delay in (*SEND_RETRY_BACKOFF_SECONDS, None):
+            try:
+                await asyncio.wait_for(
+                    channel.send(chunk, allowed_mentions=NO_PINGS, **reply),
+                    SEND_TIMEOUT_SECONDS,
+                )
+                return
+            except discord.HTTPException as exc:
+                if delay is None or not _transient(exc):
+                    raise DeliveryError(f"discord refused the message: {exc.status}") from exc
+                status: object = exc.status
+            except _TRANSPORT_ERRORS as exc:
+                if delay is None:
+                    raise DeliveryError("discord unreachable") from exc
+                status = type(exc).__name__
+            log.warning(
+                "discord: send failed (%s); retrying in %.1fs",
+                status,
+                delay,
+                extra={"chat_key": target.chat_key},
+            )
+            await asyncio.sleep(delay)
+
+    async def _followup(
+        self, interaction: discord.Interaction, target: ReplyTarget, chunk: str
+    ) -> bool:
+        """Answer a deferred slash command; False when its webhook no longer takes messages."""
+        try:
+            await asyncio.wait_for(
+                interaction.followup.send(chunk, allowed_mentions=NO_PINGS), SEND_TIMEOUT_SECONDS
+            )
+        except (discord.HTTPException, *_TRANSPORT_ERRORS):
+            log.warning(
+                "discord: interaction followup failed; using the channel",
+                extra={"chat_key": target.chat_key},
+            )
+            return False
+        return True
+
+
+def _report_client_exit(task: asyncio.Task[None]) -> None:
+    # discord.py reconnects by itself; its task ending on its own means Discord is gone for good.
+    if not task.cancelled() and task.exception() is not None:
+        log.error("discord: client stopped: %s", type(task.exception()).__name__)
+
+
+def _transient(exc: discord.HTTPException) -> bool:
+    """Worth retrying: a server error or an unexplained 429. Other 4xx would fail the same way."""
+    return exc.status >= SERVER_ERROR_STATUS or exc.status == TOO_MANY_REQUESTS

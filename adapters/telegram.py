@@ -1,0 +1,280 @@
+"""The Telegram platform: python-telegram-bot's lifecycle, inbound updates, admin checks, replies.
+
+Decisions about an update live in `adapters/telegram_gating.py` (pure); sending, fallbacks and
+retries in `adapters/telegram_delivery.py`. The token never reaches a log line or an exception
+message from here: PTB's own InvalidToken text contains it, so start-up errors are redacted.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import logging
+import time
+from collections.abc import Callable
+from urllib.parse import urlsplit
+
+from telegram import (
+    BotCommand,
+    BotCommandScope,
+    BotCommandScopeAllChatAdministrators,
+    BotCommandScopeAllGroupChats,
+    BotCommandScopeAllPrivateChats,
+    BotCommandScopeDefault,
+    ChatMember,
+    Update,
+)
+from telegram.error import TelegramError
+from telegram.ext import AIORateLimiter, Application, ApplicationBuilder, TypeHandler
+
+from adapters.telegram_delivery import TelegramSender
+from adapters.telegram_gating import (
+    PLATFORM,
+    Addressing,
+    BotSelf,
+    activated,
+    addressing,
+    migration,
+    skip_reason,
+    to_inbound,
+)
+from bot.config import Config, TelegramConfig
+from bot.events import DeliveryError, InboundMessage, ReplyTarget
+from bot.gateway import Gateway
+
+log = logging.getLogger(__name__)
+
+ADMIN_STATUSES = frozenset({ChatMember.ADMINISTRATOR, ChatMember.OWNER})
+# Bounded so a bot in thousands of groups cannot grow the admin cache without limit.
+MAX_ADMIN_CACHE_ENTRIES = 10_000
+# On stop, replies already being written get this long to reach the chat before PTB shuts down.
+STOP_DRAIN_SECONDS = 5.0
+# PTB logs the API URL (which embeds the token) and every request's parameters (message text)
+# at DEBUG, so its loggers stay at INFO even when the operator turns on DEBUG.
+PTB_LOGGER = "telegram"
+# With max_retries=0 PTB's limiter only logs a traceback for each 429 we then handle ourselves.
+RATE_LIMITER_LOGGER = "telegram.ext.AIORateLimiter"
+USER_COMMANDS = (
+    BotCommand("help", "What I can do"),
+    BotCommand("status", "Context gauge and compactions"),
+    BotCommand("pins", "Facts I always keep"),
+    BotCommand("usage", "Tokens used today and this month"),
+    BotCommand("config", "This chat's settings"),
+)
+ADMIN_COMMANDS = (
+    *USER_COMMANDS,
+    BotCommand("compress", "Compact older history now"),
+    BotCommand("compact", "Same as /compress"),
+    BotCommand("new", "Start a new conversation"),
+    BotCommand("reset", "Same as /new"),
+    BotCommand("pin", "Keep a fact verbatim forever"),
+    BotCommand("unpin", "Drop a pinned fact"),
+)
+
+
+class TelegramStartError(Exception):
+    """Telegram refused the bot at start-up (bad token, unreachable API, webhook refused)."""
+
+
+class AdminCache:
+    """getChatMember answers per (chat, user), trusted for `ttl_seconds`."""
+
+    def __init__(self, ttl_seconds: float, clock: Callable[[], float] = time.monotonic) -> None:
+        self._ttl = ttl_seconds
+        self._clock = clock
+        self._entries: dict[tuple[str, str], tuple[float, bool]] = {}
+
+    def get(self, chat_id: str, user_id: str) -> bool | None:
+        entry = self._entries.get((chat_id, user_id))
+        if entry is None or entry[0] <= self._clock():
+            return None
+        return entry[1]
+
+    def put(self, chat_id: str, user_id: str, is_admin: bool) -> None:
+        now = self._clock()
+        if len(self._entries) >= MAX_ADMIN_CACHE_ENTRIES:
+            self._entries = {k: v for k, v in self._entries.items() if v[0] > now}
+            if len(self._entries) >= MAX_ADMIN_CACHE_ENTRIES:
+                self._entries.clear()
+        self._entries[(chat_id, user_id)] = (now + self._ttl, is_admin)
+
+
+class TelegramPlatform:
+    """The Adapter the gateway answers through, and the platform `compactbot run` starts."""
+
+    name = "telegram"
+    platform = PLATFORM
+
+    def __init__(
+        self, config: Config, gateway: Gateway, *, clock: Callable[[], float] = time.monotonic
+    ) -> None:
+        if config.telegram.token is None:
+            raise ValueError("TelegramPlatform needs telegram.token (TELEGRAM_BOT_TOKEN)")
+        _quiet_library_loggers()
+        self._config = config.telegram
+        self._gateway = gateway
+        self._application = _build_application(config.telegram)
+        self._application.add_handler(TypeHandler(Update, self._on_update))
+        self._sender = TelegramSender(self._application.bot)
+        self._admins = AdminCache(config.gateway.admin_cache_seconds, clock)
+        self._me: BotSelf | None = None
+        self._stopped = False
+
+    # --- lifecycle ---------------------------------------------------------------------
+
+    async def start(self) -> None:
+        """Connect, publish the command menus, and start polling (or the webhook server)."""
+        app = self._application
+        try:
+            await app.initialize()
+            bot = app.bot
+            self._me = BotSelf(bot.id, bot.username)
+            await self._set_commands()
+            await app.start()
+            mode = await self._start_updates()
+        except TelegramError as exc:
+            await self.stop()
+            raise TelegramStartError(f"telegram: {self._redact(str(exc))}") from None
+        log.info("telegram: %s as @%s", mode, self._me.username)
+
+    async def stop(self) -> None:
+        """Stop taking updates, let replies in flight finish briefly, shut down; idempotent."""
+        app = self._application
+        if app.updater is not None and app.updater.running:
+            await app.updater.stop()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._gateway.lanes.join(), STOP_DRAIN_SECONDS)
+        if app.running:
+            await app.stop()
+        self._stopped = True
+        await app.shutdown()
+
+    async def _start_updates(self) -> str:
+        updater = self._application.updater
+        assert updater is not None  # the builder always creates one unless told otherwise
+        allowed = [Update.MESSAGE]  # edits, channel posts, reactions: nothing we act on
+        url = self._config.webhook_url
+        if url is None:
+            await updater.start_polling(drop_pending_updates=False, allowed_updates=allowed)
+            return "polling"
+        secret = self._config.webhook_secret
+        await updater.start_webhook(
+            listen=self._config.webhook_host,
+            port=self._config.webhook_port,
+            url_path=urlsplit(url).path.lstrip("/"),
+            webhook_url=url,
+            secret_token=secret.get_secret_value() if secret is not None else None,
+            allowed_updates=allowed,
+            drop_pending_updates=False,
+        )
+        return f"webhook on {self._config.webhook_listen}"
+
+    async def _set_commands(self) -> None:
+        """Everyone's menu, plus the admin-only commands in the menu chat admins see."""
+        menus: list[tuple[BotCommandScope, tuple[BotCommand, ...]]] = [
+            (BotCommandScopeDefault(), USER_COMMANDS),
+            (BotCommandScopeAllPrivateChats(), USER_COMMANDS),
+            (BotCommandScopeAllGroupChats(), USER_COMMANDS),
+            (BotCommandScopeAllChatAdministrators(), ADMIN_COMMANDS),
+        ]
+        for scope, commands in menus:
+            try:
+                await self._application.bot.set_my_commands(commands, scope=scope)
+            except TelegramError as exc:
+                log.warning(
+                    "telegram: setMyCommands for %s failed: %s", scope.type, type(exc).__name__
+                )
+
+    # --- inbound -----------------------------------------------------------------------
+
+    async def _on_update(self, update: Update, context: object) -> None:
+        """One update at a time (PTB's default), so a chat's messages are stored in order."""
+        try:
+            await self._handle_update(update)
+        except Exception:
+            log.exception("telegram: update %s failed", update.update_id)
+
+    async def _handle_update(self, update: Update) -> None:
+        reason = skip_reason(update)
+        if reason is not None:
+            log.debug("telegram: update %s skipped: %s", update.update_id, reason)
+            return
+        message = update.message
+        assert message is not None and self._me is not None  # skip_reason checked the first
+        if moved := migration(message):
+            await self._gateway.services.store.migrate_chat(*moved)
+            log.debug("telegram: update %s migrates %s to %s", update.update_id, *moved)
+            return
+        decision = addressing(message, self._me)
+        if decision is Addressing.NOT_FOR_US:
+            log.debug("telegram: update %s is for another bot", update.update_id)
+            return
+        inbound = to_inbound(message, update.update_id, addressed=decision is Addressing.DIRECT)
+        if not inbound.addressed and await self._activated(inbound):
+            inbound = dataclasses.replace(inbound, addressed=True)
+        await self._gateway.handle(inbound, self)
+
+    async def _activated(self, inbound: InboundMessage) -> bool:
+        settings = await self._gateway.services.settings_for(inbound.chat_key)
+        return activated(settings.activation, settings.keyword, inbound.text)
+
+    # --- Adapter -----------------------------------------------------------------------
+
+    async def send(self, target: ReplyTarget, text: str) -> None:
+        if self._stopped:
+            raise DeliveryError("telegram platform is stopped")
+        await self._sender.send(target, text)
+
+    def typing(self, target: ReplyTarget) -> contextlib.AbstractAsyncContextManager[None]:
+        if self._stopped:
+            return contextlib.nullcontext()
+        return self._sender.typing(target)
+
+    async def is_admin(self, message: InboundMessage) -> bool:
+        """administrator or creator per getChatMember, cached; any error counts as no."""
+        if not message.is_group:
+            return True
+        cached = self._admins.get(message.chat_id, message.author_id)
+        if cached is not None:
+            return cached
+        try:
+            member = await self._application.bot.get_chat_member(
+                int(message.chat_id), int(message.author_id)
+            )
+        except (TelegramError, ValueError) as exc:
+            log.warning(
+                "telegram: admin check in %s failed: %s", message.chat_id, type(exc).__name__
+            )
+            return False
+        result = member.status in ADMIN_STATUSES
+        self._admins.put(message.chat_id, message.author_id, result)
+        return result
+
+    def _redact(self, text: str) -> str:
+        token = self._config.token
+        secret = token.get_secret_value() if token is not None else ""
+        return text.replace(secret, "<token>") if secret else text
+
+
+def _quiet_library_loggers() -> None:
+    ptb = logging.getLogger(PTB_LOGGER)
+    if ptb.getEffectiveLevel() < logging.INFO:
+        ptb.setLevel(logging.INFO)
+    logging.getLogger(RATE_LIMITER_LOGGER).setLevel(logging.CRITICAL)
+
+
+def _build_application(config: TelegramConfig) -> Application:
+    assert config.token is not None
+    builder = (
+        ApplicationBuilder()
+        .token(config.token.get_secret_value())
+        .rate_limiter(AIORateLimiter(max_retries=0))  # throttles; TelegramSender handles 429
+        .job_queue(None)  # PTB would start an APScheduler we never use
+    )
+    if config.api_base_url:
+        base = config.api_base_url.rstrip("/")
+        builder = builder.base_url(base)
+        if base.endswith("/bot"):
+            builder = builder.base_file_url(base.removesuffix("/bot") + "/file/bot")
+    return builder.build()
