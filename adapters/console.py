@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import re
 import sys
+import threading
 from collections.abc import AsyncIterator, Callable, Iterable
 from typing import TextIO
 
@@ -82,11 +83,25 @@ async def _no_typing() -> AsyncIterator[None]:
 
 
 async def read_lines(stream: TextIO) -> AsyncIterator[str]:
-    """Lines of `stream` without blocking the event loop; ends at end of file."""
-    while True:
-        line = await asyncio.to_thread(stream.readline)
-        if not line:
-            return
+    """Lines of `stream` without blocking the event loop; ends at end of file.
+
+    A daemon thread does the blocking reads, so a shutdown signal never waits for a line.
+    """
+    loop = asyncio.get_running_loop()
+    lines: asyncio.Queue[str | None] = asyncio.Queue()
+
+    def pump() -> None:
+        try:
+            for line in iter(stream.readline, ""):
+                loop.call_soon_threadsafe(lines.put_nowait, line)
+        except (OSError, ValueError):
+            pass  # the stream was closed under us: treat it as end of file
+        finally:
+            with contextlib.suppress(RuntimeError):  # the loop is already closed
+                loop.call_soon_threadsafe(lines.put_nowait, None)
+
+    threading.Thread(target=pump, name="console-stdin", daemon=True).start()
+    while (line := await lines.get()) is not None:
         yield line
 
 

@@ -10,6 +10,7 @@ import sys
 from collections.abc import Sequence
 
 from bot.config import Config, exit_on_config_error, load_config
+from bot.dotenv import read_dotenv
 
 log = logging.getLogger("compactbot")
 
@@ -68,8 +69,10 @@ def configure_logging(config: Config, *, interactive: bool) -> None:
 def main(argv: Sequence[str] | None = None) -> None:
     args = build_parser().parse_args(argv)
     command = args.command or "run"
+    # The real environment wins over .env, as it wins over the YAML file.
+    env = {**read_dotenv(), **os.environ}
     with exit_on_config_error():
-        config = load_config(os.environ)
+        config = load_config(env)
     quiet = command != "run" or (config.telegram.token is None and config.discord.token is None)
     configure_logging(config, interactive=quiet)
     try:

@@ -31,9 +31,9 @@ from compression.thresholds import CompressorConfig
 from compression.tokens import counter_for
 
 # The summarizer input must fit the summary model: the template costs about this many tokens,
-# and English chat averages ~4 chars per token, so 3 leaves room for code, CJK and emoji.
+# and rendering adds labels, so only 85 % of the remaining room is filled.
 SUMMARY_PROMPT_OVERHEAD_TOKENS = 1_200
-SAFE_CHARS_PER_TOKEN = 3
+INPUT_SAFETY_MARGIN = 0.85
 MIN_SUMMARY_INPUT_CHARS = 4_000
 MAX_SUMMARY_INPUT_CHARS = 160_000
 
@@ -212,9 +212,13 @@ class ContextCompressor(ContextEngine):
     ) -> SummaryRequest:
         focus = focus_topic if focus_topic and focus_topic.strip() else derive_focus(plan.working)
         previous = redact(plan.previous_summary) if plan.previous_summary else None
-        budget = self._config.summary_budget(self._counter.count_messages(middle))
+        middle_tokens = self._counter.count_messages(middle)
+        budget = self._config.summary_budget(middle_tokens)
+        chars_per_token = _chars_per_token(middle, middle_tokens)
         return SummaryRequest(
-            turns=summary_turns(middle, max_chars=self._input_chars(budget, previous)),
+            turns=summary_turns(
+                middle, max_chars=self._input_chars(budget, previous, chars_per_token)
+            ),
             previous_summary=previous,
             focus_topic=redact(focus) if focus else None,
             budget_tokens=budget,
@@ -223,7 +227,7 @@ class ContextCompressor(ContextEngine):
             pins=tuple(pins),
         )
 
-    def _input_chars(self, budget_tokens: int, previous: str | None) -> int:
+    def _input_chars(self, budget_tokens: int, previous: str | None, chars_per_token: float) -> int:
         """Bound the turns so prompt + previous summary + answer fit the summary model's window."""
         room = (
             self._config.context_length
@@ -231,7 +235,7 @@ class ContextCompressor(ContextEngine):
             - SUMMARY_PROMPT_OVERHEAD_TOKENS
             - (self._counter.count_text(previous) if previous else 0)
         )
-        chars = int(room * SAFE_CHARS_PER_TOKEN)
+        chars = int(room * chars_per_token * INPUT_SAFETY_MARGIN)
         return max(MIN_SUMMARY_INPUT_CHARS, min(MAX_SUMMARY_INPUT_CHARS, chars))
 
     async def _summarise(self, request: SummaryRequest, force: bool, now: float) -> _Summary:
@@ -363,3 +367,9 @@ def _prompt_tokens(usage: Any) -> int:
 def _describe(exc: BaseException) -> str:
     """A short error for the result; redacted because SDK errors may echo a key fragment."""
     return redact(f"{type(exc).__name__}: {exc}")[:ERROR_TEXT_CHARS]
+
+
+def _chars_per_token(messages: Sequence[dict[str, Any]], tokens: int) -> float:
+    """This middle's own density, so CJK or code is bounded as tightly as English prose."""
+    chars = sum(len(str(m.get("content") or "")) for m in messages)
+    return max(1.0, chars / tokens) if tokens > 0 else 3.0

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import random
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -146,3 +147,25 @@ def test_make_run_without_env_opens_the_offline_console_room(tmp_path: Path) -> 
     assert "compactbot console — room 'main'" in run.stderr
     assert "[offline" in run.stderr
     assert bot_lines(run.stdout)[0].startswith("🔌 offline mode")
+
+
+def test_console_exits_cleanly_on_sigterm_while_waiting_for_input(tmp_path: Path) -> None:
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "bot", "run"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env_for(tmp_path),
+        cwd=tmp_path,
+    )
+    assert proc.stderr is not None and proc.stdin is not None
+    while "Ctrl-D to quit" not in (proc.stderr.readline() or "Ctrl-D to quit"):
+        pass
+    proc.stdin.write("alice: hello @bot\n")
+    proc.stdin.flush()
+    assert proc.stdout is not None
+    assert proc.stdout.readline().startswith("bot: ")
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(timeout=20) == 0
+    proc.stdin.close()
