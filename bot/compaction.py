@@ -41,30 +41,6 @@ CHANGED_OUTCOMES = frozenset({"compressed", "fallback"})
 
 
 @dataclass(frozen=True, slots=True)
-class CompactionSettings:
-    """The knobs of one compaction, resolved from operator config and the chat's settings."""
-
-    context_length: int
-    threshold: float = 0.50
-    target_ratio: float = 0.20
-    protect_first_n: int = 3
-    protect_last_n: int = 20
-    max_tokens: int | None = None
-    abort_on_summary_failure: bool = False
-
-    def compressor_config(self) -> CompressorConfig:
-        return CompressorConfig(
-            context_length=self.context_length,
-            threshold=self.threshold,
-            target_ratio=self.target_ratio,
-            protect_first_n=self.protect_first_n,
-            protect_last_n=self.protect_last_n,
-            max_tokens=self.max_tokens,
-            abort_on_summary_failure=self.abort_on_summary_failure,
-        )
-
-
-@dataclass(frozen=True, slots=True)
 class CompactionReport:
     outcome: str  # compressed | fallback | aborted | noop | locked | conflict | error
     trigger: str
@@ -94,7 +70,7 @@ class _Usage:
 @dataclass(frozen=True, slots=True)
 class _Job:
     trigger: str
-    settings: CompactionSettings
+    settings: CompressorConfig
     system_prompt: str
     force: bool
     focus: str | None
@@ -127,10 +103,10 @@ class SessionCompactor:
         self._clock = clock
 
     def build_compressor(
-        self, settings: CompactionSettings, state: CompressorState, usage: UsageSink
+        self, settings: CompressorConfig, state: CompressorState, usage: UsageSink
     ) -> ContextCompressor:
         engine: ContextCompressor = self._engine(
-            settings.compressor_config(),
+            settings,
             self._summarizer_factory(usage),
             state=state,
             clock=self._clock,
@@ -142,7 +118,7 @@ class SessionCompactor:
         session_id: int,
         *,
         trigger: str,
-        settings: CompactionSettings,
+        settings: CompressorConfig,
         system_prompt: str,
         force: bool = False,
         focus: str | None = None,

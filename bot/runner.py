@@ -6,11 +6,11 @@ import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
-from bot.compaction import CompactionSettings, SessionCompactor
+from bot.compaction import SessionCompactor
 from bot.llm import ContextOverflowError, LLMClient, LLMError, LLMResponse
 from bot.store.base import NewMessage, Store, StoredMessage
 from bot.tools import TOOL_SCHEMAS, ToolContext, run_tool
-from compression import ContextCompressor
+from compression import CompressorConfig, ContextCompressor
 from compression.tokens import TokenCounter
 
 log = logging.getLogger(__name__)
@@ -38,7 +38,7 @@ class TurnRequest:
     author_id: str | None
     author_name: str | None
     can_remember: bool
-    settings: CompactionSettings
+    settings: CompressorConfig
     compression_enabled: bool = True
 
 

@@ -8,12 +8,13 @@ from dataclasses import dataclass
 
 from bot import chat_settings
 from bot.chat_settings import ChatSettings
-from bot.compaction import CompactionSettings, SessionCompactor
+from bot.compaction import SessionCompactor
 from bot.config import Config
 from bot.llm import LLMClient
 from bot.prompt import build_system_prompt
 from bot.runner import AgentRunner
 from bot.store.base import Store
+from compression import CompressorConfig
 from compression.tokens import TokenCounter
 
 
@@ -55,9 +56,9 @@ class Services:
         raw, parent_raw = await self.raw_settings(chat_key)
         return chat_settings.resolve(raw, parent_raw, self.config)
 
-    def compaction_settings(self, settings: ChatSettings) -> CompactionSettings:
+    def compaction_settings(self, settings: ChatSettings) -> CompressorConfig:
         compression = self.config.compression
-        return CompactionSettings(
+        return CompressorConfig(
             context_length=self.context_length,
             threshold=settings.threshold,
             target_ratio=settings.target_ratio,
