@@ -219,7 +219,7 @@ async def _remember_in_transcript(ctx: CommandContext, command: str, ack: str) -
 async def _require_admin(ctx: CommandContext, command: str) -> bool:
     allowed = await ctx.gateway.is_admin(ctx.message, ctx.adapter)
     if not allowed:
-        log.info("admin command refused", extra={"chat_key": ctx.message.chat_key})
+        log.info("admin command refused (chat=%s command=%s)", ctx.message.chat_key, command)
     return allowed
 
 

@@ -131,21 +131,29 @@ class SessionCompactor:
         compacted set. A failure leaves the transcript exactly as it was.
         """
         holder = new_lock_holder(trigger)
-        if not await self._store.acquire_lock(session_id, holder, self._lock_ttl):
-            log.info("compaction skipped: session locked", extra={"session_id": session_id})
-            return CompactionReport("locked", trigger, notice=None)
-        renewer = asyncio.create_task(self._keep_lock(session_id, holder))
         started = self._clock()
         session = await self._store.get_session(session_id)
+        if not await self._store.acquire_lock(session_id, holder, self._lock_ttl):
+            log.info(
+                "compaction skipped, session locked (chat=%s session=%d)",
+                session.chat_key,
+                session_id,
+            )
+            report = CompactionReport("locked", trigger)
+            await self._record_event(session, report, started)
+            return report
+        renewer = asyncio.create_task(self._keep_lock(session_id, holder))
         report = CompactionReport("error", trigger)
         try:
+            # Re-read under the lock: the version fence must come from after we own the session.
+            session = await self._store.get_session(session_id)
             report = await self._compact_locked(
                 session,
                 _Job(trigger, settings, system_prompt, force, focus, compressor, upto_id),
             )
             return report
         except Exception as exc:
-            log.exception("compaction failed", extra={"session_id": session_id})
+            log.exception("compaction failed (chat=%s session=%d)", session.chat_key, session_id)
             report = CompactionReport("error", trigger, error=type(exc).__name__)
             return report
         finally:
@@ -216,7 +224,9 @@ class SessionCompactor:
         rows = _to_rows(out, originals, self._counter)
         commit = await self._store.archive_and_compact(session, rows, watermark)
         if commit is None:
-            log.warning("compaction lost the fence", extra={"session_id": session.id})
+            log.warning(
+                "compaction lost the fence (chat=%s session=%d)", session.chat_key, session.id
+            )
             return None
         if new_system is not None:
             await self._store.set_system_prompt(session.id, new_system)
@@ -245,7 +255,7 @@ class SessionCompactor:
         while True:
             await asyncio.sleep(max(1.0, self._lock_ttl / 3))
             if not await self._store.renew_lock(session_id, holder, self._lock_ttl):
-                log.warning("compaction lock lost", extra={"session_id": session_id})
+                log.warning("compaction lock lost (session=%d)", session_id)
                 return
 
     async def _record_usage(self, chat_key: str, usage: _Usage) -> None:
@@ -273,7 +283,7 @@ class SessionCompactor:
                 )
             )
         except Exception:
-            log.exception("could not record compression event", extra={"session_id": session.id})
+            log.exception("could not record compression event (session=%d)", session.id)
 
 
 def _text(content: Any) -> str:

@@ -53,7 +53,7 @@ class Gateway:
         if message.update_id is not None and not await store.mark_update_processed(
             message.platform, message.update_id
         ):
-            log.info("duplicate update ignored", extra={"chat_key": message.chat_key})
+            log.info("duplicate update ignored (chat=%s)", message.chat_key)
             return
         if not self._allowed(message.chat_key):
             await self._refuse_chat(message, adapter)
@@ -90,7 +90,7 @@ class Gateway:
             try:
                 await listener(chat_key)
             except Exception:
-                log.exception("settings listener failed", extra={"chat_key": chat_key})
+                log.exception("settings listener failed (chat=%s)", chat_key)
 
     async def close(self) -> None:
         await self.lanes.close()
@@ -212,10 +212,16 @@ class Gateway:
         try:
             report = await asyncio.wait_for(asyncio.shield(task), wait)
         except TimeoutError:
-            log.warning("hygiene still running after %ss; answering uncompressed", wait)
+            log.warning(
+                "hygiene still running after %ss; answering uncompressed (chat=%s)",
+                wait,
+                pending.message.chat_key,
+            )
             return pending.anchor_id
         except Exception:
-            log.exception("hygiene failed; answering uncompressed")
+            log.exception(
+                "hygiene failed; answering uncompressed (chat=%s)", pending.message.chat_key
+            )
             return pending.anchor_id
         if reason == "hard_limit" and report.changed:
             await self._send(
@@ -264,7 +270,7 @@ class Gateway:
         try:
             return await adapter.is_admin(message)
         except Exception:
-            log.exception("admin check failed; treating as not admin")
+            log.exception("admin check failed; treating as not admin (chat=%s)", message.chat_key)
             return False
 
     async def _send(self, adapter: Adapter, target: ReplyTarget, text: str) -> None:
@@ -272,7 +278,7 @@ class Gateway:
             await adapter.send(target, text)
         except DeliveryError:
             # The text is already in the transcript (for replies); log so it is not lost silently.
-            log.error("reply could not be delivered", extra={"chat_key": target.chat_key})
+            log.error("reply could not be delivered (chat=%s)", target.chat_key)
 
 
 def _lane_key(session: SessionRecord) -> str:

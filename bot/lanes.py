@@ -54,7 +54,7 @@ class LaneScheduler:
                         raise
                     except Exception:
                         # One failing job must not stall the chat's later messages.
-                        log.exception("lane job failed", extra={"chat_key": key})
+                        log.exception("lane job failed (lane=%s)", key)
         finally:
             # Released only when empty: submit() after this point starts a fresh worker.
             if lane.queue.empty() or self._closed:
