@@ -122,11 +122,27 @@ def test_unknown_chat_is_a_one_line_error(tmp_path: Path) -> None:
     assert run.stderr.strip() == "error: unknown chat 'telegram:404' (see `compactbot chats`)"
 
 
-def test_bad_configuration_exits_2_naming_the_key(tmp_path: Path) -> None:
-    run = compactbot(tmp_path, "chats", COMPACTBOT_CONTEXT_LENGTH="-5")
+@pytest.mark.parametrize(
+    ("env", "yaml_text", "key"),
+    [
+        ({"COMPACTBOT_CONTEXT_LENGTH": "-5"}, None, "model.context_length"),
+        ({"COMPACTBOT_LOG_LEVEL": "LOUD"}, None, "logging.level"),
+        ({"OPENAI_BASE_URL": "not a url"}, None, "model.base_url"),
+        ({"DISCORD_GUILD_ID": "abc"}, None, "discord.guild_id"),
+        ({}, "compression:\n  threshold: 1.5\n", "compression.threshold"),
+        ({}, "overnight:\n  timezone: Mars/Base\n", "overnight.timezone"),
+        ({}, "bounds:\n  threshold: [0.9, 0.3]\n", "bounds.threshold"),
+    ],
+)
+def test_bad_configuration_exits_2_with_one_line_naming_the_key(
+    tmp_path: Path, env: dict[str, str], yaml_text: str | None, key: str
+) -> None:
+    if yaml_text is not None:
+        (tmp_path / "config.yaml").write_text(yaml_text)
+    run = compactbot(tmp_path, "chats", **env)
     assert run.returncode == 2
     assert len(run.stderr.strip().splitlines()) == 1
-    assert "model.context_length" in run.stderr
+    assert key in run.stderr
 
 
 @pytest.mark.skipif(
