@@ -55,6 +55,7 @@ STOP_DRAIN_SECONDS = 5.0
 PTB_LOGGER = "telegram"
 # With max_retries=0 PTB's limiter only logs a traceback for each 429 we then handle ourselves.
 RATE_LIMITER_LOGGER = "telegram.ext.AIORateLimiter"
+HTTPX_LOGGER = "httpx"
 USER_COMMANDS = (
     BotCommand("help", "What I can do"),
     BotCommand("status", "Context gauge and compactions"),
@@ -262,6 +263,11 @@ def _quiet_library_loggers() -> None:
     if ptb.getEffectiveLevel() < logging.INFO:
         ptb.setLevel(logging.INFO)
     logging.getLogger(RATE_LIMITER_LOGGER).setLevel(logging.CRITICAL)
+    # httpx logs every request URL at INFO, and Bot API URLs embed the token: keep it out even
+    # when the process was not started through `compactbot` (whose logging setup does the same).
+    http = logging.getLogger(HTTPX_LOGGER)
+    if http.getEffectiveLevel() < logging.WARNING:
+        http.setLevel(logging.WARNING)
 
 
 def _build_application(config: TelegramConfig) -> Application:

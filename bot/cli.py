@@ -62,8 +62,6 @@ def configure_logging(config: Config, *, interactive: bool) -> None:
     # httpx logs full request URLs at INFO; Telegram URLs embed the bot token.
     logging.getLogger("httpx").setLevel(logging.WARNING)
     logging.getLogger("httpcore").setLevel(logging.WARNING)
-    # aiosqlite logs SQL parameters (message text) at DEBUG.
-    logging.getLogger("aiosqlite").setLevel(logging.INFO)
 
 
 def main(argv: Sequence[str] | None = None) -> None:

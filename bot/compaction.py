@@ -30,7 +30,7 @@ from compression import (
     Summarizer,
 )
 from compression.state import CompressorState
-from compression.template import is_summary_text
+from compression.template import is_summary_text, unwrap_merged
 from compression.tokens import TokenCounter
 
 log = logging.getLogger(__name__)
@@ -308,6 +308,11 @@ def _to_rows(
     rows = []
     for message in messages:
         original = by_print.get(_fingerprint(message))
+        if original is None:
+            # A summary merged into a carried message keeps that message's author.
+            prior = unwrap_merged(_text(message.get("content")))
+            if prior is not None:
+                original = by_print.get(_fingerprint({**message, "content": prior}))
         kind: MessageKind = (
             "summary" if is_summary_text(_text(message.get("content"))) else "message"
         )

@@ -12,7 +12,7 @@ from bot.commands import CommandContext, parse_command, run_command
 from bot.compaction import CompactionReport
 from bot.events import Adapter, DeliveryError, InboundMessage, ReplyTarget
 from bot.lanes import LaneScheduler
-from bot.limits import RateLimiter, budget_exceeded
+from bot.limits import RATE_WINDOW_SECONDS, NoticeGate, RateLimiter, budget_exceeded, utc_day
 from bot.runner import TurnRequest
 from bot.services import Services
 from bot.store.base import NewMessage, SessionRecord
@@ -24,6 +24,14 @@ log = logging.getLogger(__name__)
 FAILURE_NOTICE_INTERVAL_SECONDS = 600.0
 LOCK_POLL_SECONDS = 0.05
 ALLOWLIST_NOTICE_PLATFORM = "allowlist-notice"
+# The budget notice is keyed by UTC day, so this only bounds how long a day's key is kept.
+BUDGET_NOTICE_INTERVAL_SECONDS = 86_400.0
+
+
+@dataclass(frozen=True, slots=True)
+class _Refusal:
+    text: str
+    say: bool  # False when the chat (or member) was already told within the window
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,6 +50,8 @@ class Gateway:
         config = services.config
         self.lanes = LaneScheduler(config.gateway.max_concurrent_chats)
         self._rate = RateLimiter(clock=services.clock)
+        self._rate_notices = NoticeGate(RATE_WINDOW_SECONDS, clock=services.clock)
+        self._budget_notices = NoticeGate(BUDGET_NOTICE_INTERVAL_SECONDS, clock=services.clock)
         self._failure_noticed: dict[str, float] = {}
         self._background: set[asyncio.Task[CompactionReport]] = set()
         # Called with a chat key after /config changes it (the overnight scheduler listens).
@@ -79,8 +89,9 @@ class Gateway:
         if not message.addressed:
             return
         refusal = await self._limit_refusal(message, settings)
-        if refusal:
-            await self._send(adapter, ReplyTarget.for_message(message), refusal)
+        if refusal is not None:
+            if refusal.say:
+                await self._send(adapter, ReplyTarget.for_message(message), refusal.text)
             return
         pending = _Pending(message, adapter, session.id, anchor_id)
         self.lanes.submit(lane, lambda: self._answer(pending, settings))
@@ -105,10 +116,14 @@ class Gateway:
         return any(chat_key == item or chat_key.startswith(item + ":") for item in allowed)
 
     async def _refuse_chat(self, message: InboundMessage, adapter: Adapter) -> None:
+        # Only an addressed message uses up the one notice: group chatter seen first must not
+        # leave the chat without ever being told.
+        if not message.addressed:
+            return
         first = await self.services.store.mark_update_processed(
             ALLOWLIST_NOTICE_PLATFORM, message.chat_key
         )
-        if first and message.addressed:
+        if first:
             await self._send(
                 adapter,
                 ReplyTarget.for_message(message),
@@ -136,18 +151,25 @@ class Gateway:
         (message_id,) = await self.services.store.append_messages(session.id, [row])
         return message_id
 
-    async def _limit_refusal(self, message: InboundMessage, settings: ChatSettings) -> str | None:
-        if message.is_group and not self._rate.allow(
-            (message.chat_key, message.author_id), settings.user_rate_limit_per_minute
-        ):
-            return (
+    async def _limit_refusal(
+        self, message: InboundMessage, settings: ChatSettings
+    ) -> _Refusal | None:
+        """Why this message gets no answer, if a limit applies; each is said once per window."""
+        member = (message.chat_key, message.author_id)
+        if message.is_group and not self._rate.allow(member, settings.user_rate_limit_per_minute):
+            return _Refusal(
                 f"{message.author_name}, you're sending messages faster than I can answer; "
-                "please slow down a little."
+                "please slow down a little.",
+                say=self._rate_notices.first(member),
             )
+        now = self.services.clock()
         if await budget_exceeded(
-            self.services.store, message.chat_key, settings.daily_token_budget
+            self.services.store, message.chat_key, settings.daily_token_budget, now=now
         ):
-            return "This chat has used its token budget for today; I'll be back tomorrow (UTC)."
+            return _Refusal(
+                "This chat has used its token budget for today; I'll be back tomorrow (UTC).",
+                say=self._budget_notices.first((message.chat_key, utc_day(now))),
+            )
         return None
 
     async def _run_command(self, ctx: CommandContext, command: tuple[str, str]) -> None:

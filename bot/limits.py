@@ -43,16 +43,40 @@ class RateLimiter:
             del self._hits[key]
 
 
+class NoticeGate:
+    """Lets a refusal be said once per key per interval instead of to every refused message."""
+
+    def __init__(self, interval_seconds: float, *, clock: Callable[[], float] = time.time) -> None:
+        self._interval = interval_seconds
+        self._clock = clock
+        self._said: dict[Hashable, float] = {}
+        self._checks = 0
+
+    def first(self, key: Hashable) -> bool:
+        """True when nothing was said for `key` within the interval (and records saying it)."""
+        now = self._clock()
+        self._checks += 1
+        if self._checks % SWEEP_EVERY_CHECKS == 0:
+            self._said = {k: t for k, t in self._said.items() if now - t < self._interval}
+        last = self._said.get(key)
+        if last is not None and now - last < self._interval:
+            return False
+        self._said[key] = now
+        return True
+
+
 def utc_day(timestamp: float | None = None) -> str:
     moment = dt.datetime.fromtimestamp(timestamp if timestamp is not None else time.time(), dt.UTC)
     return moment.date().isoformat()
 
 
-async def budget_exceeded(store: Store, chat_key: str, daily_tokens: int) -> bool:
+async def budget_exceeded(
+    store: Store, chat_key: str, daily_tokens: int, *, now: float | None = None
+) -> bool:
     """True once today's prompt + completion tokens (replies and compression) reach the budget."""
     if daily_tokens <= 0:
         return False
-    today = utc_day()
+    today = utc_day(now)
     used = sum(
         row.prompt_tokens + row.completion_tokens
         for row in await store.usage(chat_key, today)

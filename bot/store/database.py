@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 import sqlite3
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
@@ -16,6 +17,9 @@ from bot.store.base import StoreError
 from bot.store.migrations import TRIGRAM, UNICODE61, apply_migrations
 
 BUSY_TIMEOUT_MS = 5000  # another process (the CLI) may hold the write lock briefly
+
+# aiosqlite logs every statement's parameters (message text, pasted keys) at DEBUG.
+logging.getLogger("aiosqlite").setLevel(logging.INFO)
 MEMORY = ":memory:"
 
 
