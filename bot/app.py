@@ -19,8 +19,8 @@ from bot.offline_model import OfflineModel
 from bot.services import Services
 from bot.store.base import Store
 from bot.store.sqlite import SqliteStore
-from compression import Summarizer
-from compression.engine import load_engine
+from compression import Summarizer, compute_threshold_tokens
+from compression.engine import check_summary_model_feasibility, load_engine
 from compression.openai_summarizer import OpenAISummarizer
 from compression.tokens import counter_for
 
@@ -90,6 +90,7 @@ class App:
         self._llm = llm
         context_length, source = await self._context_length(llm)
         self.model = ModelInfo(llm.model, llm.offline, context_length, source)
+        cap = await self._summary_model_cap(llm, context_length)
         counter = counter_for(None if llm.offline else llm.model)
         compactor = SessionCompactor(
             store,
@@ -107,6 +108,7 @@ class App:
             compactor=compactor,
             context_length=context_length,
             clock=self._clock,
+            threshold_tokens_cap=cap,
         )
         self.gateway = Gateway(self.services)
         log.info(
@@ -152,6 +154,24 @@ class App:
                 return int(reported), "endpoint"
         log.info("context window unknown; assuming %d tokens", DEFAULT_CONTEXT_LENGTH)
         return DEFAULT_CONTEXT_LENGTH, "default"
+
+    async def _summary_model_cap(self, llm: LLMClient, context_length: int) -> int | None:
+        """Lower the threshold once, with a warning, when the summary model's window is smaller."""
+        summary_model = self.config.model.summary_model
+        fetch = getattr(llm, "fetch_context_length", None)
+        if llm.offline or not summary_model or summary_model == llm.model or fetch is None:
+            return None
+        window = await fetch(summary_model)
+        if not window:
+            return None
+        main = compute_threshold_tokens(
+            context_length, self.config.compression.threshold, self.config.model.max_tokens
+        )
+        threshold, warning = check_summary_model_feasibility(main, int(window))
+        if warning:
+            log.warning(warning)
+            return threshold
+        return None
 
     def _summarizer_factory(self, llm: LLMClient) -> Callable[[UsageSink], Summarizer | None]:
         if llm.offline:

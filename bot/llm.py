@@ -358,15 +358,16 @@ class OpenAIChatClient:
             return backoff_seconds(attempt, self._retry_base_seconds)
         return None
 
-    async def fetch_context_length(self) -> int | None:
-        """The model's window as the endpoint's model list reports it, or None."""
+    async def fetch_context_length(self, model: str | None = None) -> int | None:
+        """A model's window (default: ours) as the endpoint's model list reports it, or None."""
+        wanted = model or self.model
         try:
             page = await self._client.with_options(timeout=MODELS_TIMEOUT_SECONDS).models.list()
             entries = [item.to_dict() for item in page.data]
         except Exception as exc:  # fail-open: the caller falls back to a default window
             log.info("model list unavailable: model=%s error=%s", self.model, type(exc).__name__)
             return None
-        lengths = (context_length_of(e) for e in entries if e.get("id") == self.model)
+        lengths = (context_length_of(e) for e in entries if e.get("id") == wanted)
         return next((n for n in lengths if n is not None), None)
 
     async def aclose(self) -> None:

@@ -29,6 +29,8 @@ class Services:
     compactor: SessionCompactor
     context_length: int
     clock: Callable[[], float] = time.time
+    # Set when the summary model's window is smaller than the compaction threshold (SPEC 6.10).
+    threshold_tokens_cap: int | None = None
     runner: AgentRunner | None = None
 
     def __post_init__(self) -> None:
@@ -66,6 +68,7 @@ class Services:
             protect_last_n=settings.protect_last_n,
             max_tokens=self.config.model.max_tokens,
             abort_on_summary_failure=compression.abort_on_summary_failure,
+            threshold_tokens_cap=self.threshold_tokens_cap,
         )
 
     async def system_prompt_for(self, chat_key: str) -> str:
