@@ -81,6 +81,7 @@ class ContextCompressor(ContextEngine):
         self._state = state or CompressorState()
         self._clock = clock
         self._counter = counter_for(config.model)
+        self._counts: dict[int, int] = {}
         self._session_id: str | None = None
 
     @property
@@ -164,7 +165,10 @@ class ContextCompressor(ContextEngine):
         `current_tokens` is accepted for API stability; decisions use local counts only.
         """
         now = self._clock()
-        before = self._counter.count_messages(messages)
+        # One count per message object per call: the plan, the middle and the output share
+        # most dicts, and ids are stable while the call holds them.
+        self._counts = {}
+        before = self._count(messages)
         if force:
             self._state = breaker.lift_cooldown(self._state)
         elif breaker.is_paused(self._state, now):
@@ -181,10 +185,20 @@ class ContextCompressor(ContextEngine):
             return self._unchanged(messages, before, "aborted", summary.error, strike=False)
         body = ensure_pins(summary.body, tuple(pins))
         output = assemble(pruned[:start], body, pruned[end:])
-        after = self._counter.count_messages(output)
+        after = self._count(output)
         if after >= before:
             return self._unchanged(messages, before, "noop", "summary not smaller", strike=True)
         return self._completed(output, body, summary, before, after, end - start, now)
+
+    def _count_one(self, message: Mapping[str, Any]) -> int:
+        key = id(message)
+        count = self._counts.get(key)
+        if count is None:
+            count = self._counts[key] = self._counter.count_message(message)
+        return count
+
+    def _count(self, messages: Sequence[Mapping[str, Any]]) -> int:
+        return sum(self._count_one(m) for m in messages)
 
     def _plan(self, messages: Messages) -> _Plan:
         handoff = take_handoffs(messages)
@@ -198,7 +212,7 @@ class ContextCompressor(ContextEngine):
             protect_first_n=self._config.protect_first_n,
             protect_last_n=self._config.protect_last_n,
             decayed=bool(handoff.bodies),
-            tokens=[self._counter.count_message(m) for m in working],
+            tokens=[self._count_one(m) for m in working],
         )
         return _Plan(working, handoff.previous_summary, boundaries)
 
@@ -212,7 +226,7 @@ class ContextCompressor(ContextEngine):
     ) -> SummaryRequest:
         focus = focus_topic if focus_topic and focus_topic.strip() else derive_focus(plan.working)
         previous = redact(plan.previous_summary) if plan.previous_summary else None
-        middle_tokens = self._counter.count_messages(middle)
+        middle_tokens = self._count(middle)
         budget = self._config.summary_budget(middle_tokens)
         chars_per_token = _chars_per_token(middle, middle_tokens)
         return SummaryRequest(

@@ -88,6 +88,7 @@ _HEADING_WORDS = (
     ("link", t.HEADING_LINKS),
     ("tool", t.HEADING_TOOL_WORK),
 )
+SEEN_PREFIX = "Seen in these turns: "
 _BULLET = re.compile(r"^(?:[-*•]|\d+[.)])\s+")
 _ERROR = re.compile(r"\b(?:error|failed|failure|exception|traceback|timed? ?out|fatal)\b", re.I)
 _TARGET_KEYS = ("path", "file_path", "file", "url", "query", "q", "command", "cmd", "target")
@@ -116,8 +117,13 @@ def deterministic_summary(request: SummaryRequest, *, unavailable: bool) -> str:
     ask = _latest_ask(turns)
     seq = itertools.count()
     entries = _previous_entries(request.previous_summary, seq, moving_ask=ask is not None)
-    if names:
-        line = clip("Seen in these turns: " + ", ".join(names), ENTRY_MAX_CHARS)
+    # One participants line for the whole history, not one more per compaction.
+    seen = [e for e in entries if e.text.startswith(SEEN_PREFIX)]
+    earlier = [n.strip() for e in seen for n in e.text.removeprefix(SEEN_PREFIX).split(",")]
+    entries = [e for e in entries if not e.text.startswith(SEEN_PREFIX)]
+    everyone = list(dict.fromkeys(n for n in [*earlier, *names] if n and not n.endswith("…")))
+    if everyone:
+        line = clip(SEEN_PREFIX + ", ".join(everyone), ENTRY_MAX_CHARS)
         entries.append(_entry(t.HEADING_PARTICIPANTS, line, seq))
     entries += _turn_entries(turns, frozenset(names), ask, request.today, seq)
     if ask is not None:

@@ -27,6 +27,9 @@ IMAGE_TOKENS = 1_600
 # Every chat message carries a few framing tokens (role, separators) in the OpenAI format.
 MESSAGE_OVERHEAD_TOKENS = 4
 CHARS_PER_TOKEN_ESTIMATE = 4
+# Texts are counted when stored and again by every compaction that sees them; remembering
+# recent counts turns the repeats into a dict lookup. FIFO-bounded (~ tens of MB at most).
+TEXT_CACHE_ENTRIES = 100_000
 _BLOB_URL = "https://openaipublic.blob.core.windows.net/encodings/{name}.tiktoken"
 _SEEDED_ENCODINGS = ("cl100k_base", "o200k_base")
 _seed_lock = threading.Lock()
@@ -103,6 +106,7 @@ class TokenCounter:
     def __init__(self, model: str | None = None) -> None:
         self.model = model
         self._encoder = encoding_for(model)
+        self._counts: dict[str, int] = {}
 
     @property
     def exact(self) -> bool:
@@ -111,7 +115,14 @@ class TokenCounter:
     def count_text(self, text: str) -> int:
         if not text:
             return 0
-        return len(self._encoder.encode_ordinary(text))
+        cached = self._counts.get(text)
+        if cached is not None:
+            return cached
+        count = len(self._encoder.encode_ordinary(text))
+        if len(self._counts) >= TEXT_CACHE_ENTRIES:
+            del self._counts[next(iter(self._counts))]
+        self._counts[text] = count
+        return count
 
     def count_message(self, message: Mapping[str, Any]) -> int:
         total = MESSAGE_OVERHEAD_TOKENS + self.count_content(message.get("content"))

@@ -205,3 +205,30 @@ def test_uses_the_template_headings_in_order() -> None:
     found = [h for h in SECTION_HEADINGS if h in text]
     assert found == sorted(found, key=text.index)
     assert "## Pinned facts" in found
+
+
+def test_participants_stay_one_line_across_compactions() -> None:
+    import datetime as _dt
+
+    from compression.deterministic import deterministic_summary as summarize
+    from compression.summarizer import SummaryRequest as Request
+
+    def request(turns: list[dict], previous: str | None) -> Request:
+        return Request(
+            turns=turns,
+            previous_summary=previous,
+            focus_topic=None,
+            budget_tokens=2000,
+            today=_dt.date(2026, 11, 30),
+        )
+
+    first = summarize(
+        request([{"role": "user", "content": "[Alice] hello there"}], None), unavailable=False
+    )
+    second = summarize(
+        request([{"role": "user", "content": "[Bob] we decided to use postgres"}], first),
+        unavailable=False,
+    )
+    seen = [line for line in second.splitlines() if "Seen in these turns" in line]
+    assert len(seen) == 1
+    assert "Alice" in seen[0] and "Bob" in seen[0]
