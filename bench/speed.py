@@ -23,7 +23,7 @@ from bot.store.base import NewMessage
 from bot.store.sqlite import SqliteStore
 from compression import CompressorConfig, ContextCompressor
 from compression.hygiene import hygiene_reason
-from compression.tokens import counter_for
+from compression.tokens import TokenCounter, counter_for
 
 COMPRESS_SIZES = (1_000, 5_000, 50_000)
 HYGIENE_SIZES = (100, 5_000, 50_000)
@@ -88,6 +88,7 @@ QUICK = Plan(
 class Results:
     compress: dict[int, list[float]] = field(default_factory=dict)
     compress_outcomes: dict[int, str] = field(default_factory=dict)
+    compress_cold: dict[int, float] = field(default_factory=dict)  # first run, empty cache
     profile: list[tuple[str, int, float]] = field(default_factory=list)  # function, calls, s
     profile_total: float = 0.0
     profile_size: int = 0
@@ -131,12 +132,19 @@ async def _compress(results: Results, sessions: dict[int, list[dict]], plan: Pla
         messages = sessions[n]
         reps = plan.compress_reps_50k if n >= 50_000 else plan.compress_reps
         times = []
-        for _ in range(reps):
+        # The service counts each message when it stores it, so compress() normally finds the
+        # texts in the counter's cache; the first repetition runs with the cache emptied.
+        counter_for(None)._counts.clear()
+        for rep in range(reps):
             compressor = ContextCompressor(config, InstantSummarizer())
             gc.collect()
             start = time.perf_counter()
             result = await compressor.compress(messages)
-            times.append(time.perf_counter() - start)
+            elapsed = time.perf_counter() - start
+            if rep == 0:
+                results.compress_cold[n] = elapsed
+            else:
+                times.append(elapsed)
             results.compress_outcomes[n] = result.outcome
         results.compress[n] = times
     await _profile(results, sessions[max(COMPRESS_SIZES)], config)
@@ -174,7 +182,7 @@ async def _profile(results: Results, messages: list[dict], config: CompressorCon
 
 
 def _counting(results: Results, messages: Sequence[dict]) -> None:
-    counter = counter_for(None)
+    counter = TokenCounter(None)  # a fresh counter: tokenizer throughput, not cache hits
     start = time.perf_counter()
     tokens = sum(counter.count_message(m) for m in messages)
     elapsed = time.perf_counter() - start
@@ -251,15 +259,28 @@ def render(results: Results, plan: Plan) -> Section:
     s.add(
         "`compress()` on stress sessions (a 12-person chitchat room with tool rounds) at the "
         f"default {WINDOW_TOKENS // 1000}K window, with a summarizer that answers at once; "
-        "a fresh compressor per repetition. Times are median (min–max).",
+        "a fresh compressor per repetition. Times are median (min–max). The service counts each "
+        "message when it stores it, so compress() normally finds every text in the token "
+        "counter's cache: the timed repetitions run that way, and the first repetition runs "
+        "with the cache emptied (as right after a restart) and is shown apart.",
         "",
     )
     medians = {n: statistics.median(t) for n, t in results.compress.items()}
     rows = [
-        [f"{n:,}", len(t), spread(t), results.compress_outcomes.get(n, "?")]
+        [
+            f"{n:,}",
+            len(t),
+            spread(t),
+            ms(results.compress_cold.get(n, float("nan"))),
+            results.compress_outcomes.get(n, "?"),
+        ]
         for n, t in results.compress.items()
     ]
-    s.add(*table(["messages", "reps", "compress() time", "outcome"], rows))
+    s.add(
+        *table(
+            ["messages", "reps", "compress() time", "first run, cold cache", "outcome"], rows
+        )
+    )
     slope = loglog_slope(list(medians), list(medians.values()))
     slow = statistics.median(results.slow_total) if results.slow_total else float("nan")
     s.add(

@@ -24,6 +24,7 @@ log = logging.getLogger(__name__)
 FAILURE_NOTICE_INTERVAL_SECONDS = 600.0
 LOCK_POLL_SECONDS = 0.05
 ALLOWLIST_NOTICE_PLATFORM = "allowlist-notice"
+KNOWN_CHATS_MAX = 100_000
 # The budget notice is keyed by UTC day, so this only bounds how long a day's key is kept.
 BUDGET_NOTICE_INTERVAL_SECONDS = 86_400.0
 
@@ -53,6 +54,7 @@ class Gateway:
         self._rate_notices = NoticeGate(RATE_WINDOW_SECONDS, clock=services.clock)
         self._budget_notices = NoticeGate(BUDGET_NOTICE_INTERVAL_SECONDS, clock=services.clock)
         self._failure_noticed: dict[str, float] = {}
+        self._known_chats: set[tuple[str, str | None, str | None, bool]] = set()
         self._background: set[asyncio.Task[CompactionReport]] = set()
         # Called with a chat key after /config changes it (the overnight scheduler listens).
         self.settings_listeners: list[Callable[[str], Awaitable[None]]] = []
@@ -68,13 +70,19 @@ class Gateway:
         if not self._allowed(message.chat_key):
             await self._refuse_chat(message, adapter)
             return
-        await store.upsert_chat(
-            message.chat_key,
-            message.platform,
-            title=message.chat_title,
-            parent_key=message.parent_chat_key,
-            is_group=message.is_group,
-        )
+        chat = (message.chat_key, message.chat_title, message.parent_chat_key, message.is_group)
+        if chat not in self._known_chats:
+            await store.upsert_chat(
+                message.chat_key,
+                message.platform,
+                title=message.chat_title,
+                parent_key=message.parent_chat_key,
+                is_group=message.is_group,
+            )
+            # A write per message only to repeat what the row already says is wasted.
+            if len(self._known_chats) >= KNOWN_CHATS_MAX:
+                self._known_chats.clear()
+            self._known_chats.add(chat)
         settings = await self.services.settings_for(message.chat_key)
         session = await store.active_session(message.chat_key, self._scope(message, settings))
         lane = _lane_key(session)
