@@ -187,16 +187,14 @@ class DiscordPlatform:
             self._interactions.add(interaction)
         except (discord.HTTPException, *_TRANSPORT_ERRORS):
             # Too late to acknowledge: run the command anyway and answer in the channel.
-            log.warning(
-                "discord: could not defer a slash command", extra={"chat_key": inbound.chat_key}
-            )
+            log.warning("discord: could not defer a slash command (chat=%s)", inbound.chat_key)
         await self._handle(inbound)
 
     async def _handle(self, inbound: InboundMessage) -> None:
         try:
             await self._gateway.handle(inbound, self)
         except Exception:
-            log.exception("discord: message handling failed", extra={"chat_key": inbound.chat_key})
+            log.exception("discord: message handling failed (chat=%s)", inbound.chat_key)
 
     async def _settings(self, chat_id: str, thread_id: str | None) -> ChatSettings:
         """Resolved before the gateway has recorded the chat, so a new thread still inherits."""
@@ -239,7 +237,7 @@ class DiscordPlatform:
                     guild.fetch_member(int(message.author_id)), MEMBER_LOOKUP_TIMEOUT_SECONDS
                 )
             except (discord.HTTPException, *_TRANSPORT_ERRORS):
-                log.warning("discord: member lookup failed", extra={"chat_key": message.chat_key})
+                log.warning("discord: member lookup failed (chat=%s)", message.chat_key)
                 return False
         return is_admin_permissions(channel.permissions_for(member))
 
@@ -255,7 +253,7 @@ class DiscordPlatform:
             await asyncio.wait_for(indicator.__aenter__(), SEND_TIMEOUT_SECONDS)
             entered = True
         except (discord.HTTPException, *_TRANSPORT_ERRORS):
-            log.debug("discord: typing indicator failed", extra={"chat_key": target.chat_key})
+            log.debug("discord: typing indicator failed (chat=%s)", target.chat_key)
         try:
             yield
         finally:
@@ -305,10 +303,10 @@ class DiscordPlatform:
                     raise DeliveryError("discord unreachable") from exc
                 status = type(exc).__name__
             log.warning(
-                "discord: send failed (%s); retrying in %.1fs",
+                "discord: send failed (%s); retrying in %.1fs (chat=%s)",
                 status,
                 delay,
-                extra={"chat_key": target.chat_key},
+                target.chat_key,
             )
             await asyncio.sleep(delay)
 
@@ -322,8 +320,8 @@ class DiscordPlatform:
             )
         except (discord.HTTPException, *_TRANSPORT_ERRORS):
             log.warning(
-                "discord: interaction followup failed; using the channel",
-                extra={"chat_key": target.chat_key},
+                "discord: interaction followup failed; using the channel (chat=%s)",
+                target.chat_key,
             )
             return False
         return True

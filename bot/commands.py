@@ -63,7 +63,6 @@ async def _status(args: str, ctx: CommandContext) -> list[str]:
     services = ctx.gateway.services
     store = services.store
     session = await store.get_session(ctx.session_id)
-    total = len(await store.load_history(session.chat_key, include_archived=True))
     events = await store.list_compression_events(chat_key=session.chat_key, limit=20)
     last = next((e for e in events if e.outcome in ("compressed", "fallback")), None)
     return [
@@ -72,7 +71,7 @@ async def _status(args: str, ctx: CommandContext) -> list[str]:
             context_length=services.context_length,
             threshold=ctx.settings.threshold,
             max_tokens=services.config.model.max_tokens,
-            archived_messages=max(0, total - session.active_messages),
+            archived_messages=await store.count_archived(session.chat_key),
             last_compaction=last,
             now=services.clock(),
         )

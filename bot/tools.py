@@ -243,14 +243,12 @@ async def _chat_stats(args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
         chat_key=ctx.chat_key, limit=MAX_EVENTS_COUNTED
     )
     pins = await ctx.store.list_pins(ctx.chat_key)
-    # O(history) but only on request; the store has no archived-count query yet.
-    history = await ctx.store.load_history(ctx.chat_key, include_archived=True)
     return {
         "active_messages": session.active_messages,
         "active_tokens": session.active_tokens,
         "compactions": sum(1 for e in events if e.outcome in COMPACTION_OUTCOMES),
         "pins": len(pins),
-        "archived_messages": sum(1 for m in history if not m.active),
+        "archived_messages": await ctx.store.count_archived(ctx.chat_key),
     }
 
 

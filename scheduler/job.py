@@ -171,4 +171,4 @@ async def _notify(notify: Notifier, chat_key: str, text: str) -> None:
     try:
         await notify(chat_key, text)
     except Exception:
-        log.exception("overnight notice not delivered", extra={"chat_key": chat_key})
+        log.exception("overnight notice not delivered (chat=%s)", chat_key)

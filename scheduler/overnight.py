@@ -146,7 +146,7 @@ class OvernightScheduler:
             await self._plan_follow_up(chat_key, retried)
             return attempts
         except Exception:
-            log.exception("overnight pass failed", extra={"chat_key": chat_key})
+            log.exception("overnight pass failed (chat=%s)", chat_key)
             return []
         finally:
             self._running.discard(chat_key)

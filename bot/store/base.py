@@ -226,6 +226,10 @@ class Store(Protocol):
         """
         ...
 
+    async def count_archived(self, chat_key: str) -> int:
+        """Rows of the chat that are no longer live (archived by compaction), all sessions."""
+        ...
+
     async def search(self, chat_key: str, query: str, limit: int = 10) -> list[SearchHit]: ...
     async def recount(self, session_id: int) -> tuple[int, int]:
         """(tokens, messages) of the active rows, recomputed from scratch."""

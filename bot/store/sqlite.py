@@ -257,6 +257,14 @@ class SqliteStore(Bookkeeping):
         )
         return [rows.message_from_row(r) for r in found]
 
+    async def count_archived(self, chat_key: str) -> int:
+        found = await self._db.fetchall(
+            "SELECT COUNT(*) FROM messages m JOIN sessions s ON s.id = m.session_id"
+            " WHERE s.chat_key = ? AND m.active = 0",
+            (chat_key,),
+        )
+        return int(found[0][0])
+
     async def archive_and_compact(
         self, session: SessionRecord, compacted: Sequence[NewMessage], watermark: int
     ) -> CompactionCommit | None:

@@ -95,3 +95,21 @@ async def test_concurrent_compactions_of_one_snapshot_apply_exactly_once(
     assert after.version == session.version + 1
     assert (after.active_tokens, after.active_messages) == await store.recount(session.id)
     assert len(await store.load_history("console:room")) == 11
+
+
+async def test_second_compaction_fences_by_position_not_by_id(store: SqliteStore) -> None:
+    """Compacted rows get higher ids than the survivors after them; the fence must follow order."""
+    session = await store.active_session("console:room")
+    ids = await store.append_messages(session.id, [user(f"m{i}") for i in range(4)])
+    [survivor] = await store.append_messages(session.id, [user("survivor")])
+    first = await store.archive_and_compact(session, [summary("S1")], ids[-1])
+    assert first is not None and first.inserted_ids[-1] > survivor
+    [late] = await store.append_messages(session.id, [user("late")])
+
+    again = await store.get_session(session.id)
+    second = await store.archive_and_compact(again, [summary("S2")], survivor)
+
+    assert second is not None
+    assert [m.text for m in await store.load_active(session.id)] == ["S2", "[alice] late"]
+    assert (await store.load_active(session.id))[-1].id == late
+    assert await store.count_archived("console:room") == 4 + 2  # m0..m3, then S1 and survivor
