@@ -55,11 +55,12 @@ EARLIER_ASK = "Earlier ask: "
 # Higher survives the size bound longer; pins are never dropped.
 _SALIENCE = {
     t.HEADING_LATEST_ASK: 9,
-    t.HEADING_PARTICIPANTS: 8,
+    # Stated preferences are frequent in chat; exact values are what summaries lose first.
+    t.HEADING_PARTICIPANTS: 6,
     t.HEADING_RULES: 7,
     t.HEADING_DECISIONS: 6,
     t.HEADING_ACTION_ITEMS: 6,
-    t.HEADING_KEY_FACTS: 5,
+    t.HEADING_KEY_FACTS: 6,
     t.HEADING_RESOLVED: 4,
     t.HEADING_LINKS: 4,
     t.HEADING_TOOL_WORK: 3,
@@ -124,7 +125,8 @@ def deterministic_summary(request: SummaryRequest, *, unavailable: bool) -> str:
     everyone = list(dict.fromkeys(n for n in [*earlier, *names] if n and not n.endswith("…")))
     if everyone:
         line = clip(SEEN_PREFIX + ", ".join(everyone), ENTRY_MAX_CHARS)
-        entries.append(_entry(t.HEADING_PARTICIPANTS, line, seq))
+        # Who is in the chat outlives any single entry.
+        entries.append(_entry(t.HEADING_PARTICIPANTS, line, seq, penalty=-4))
     entries += _turn_entries(turns, frozenset(names), ask, request.today, seq)
     if ask is not None:
         text = f"{ask.tag} asked: {clip(ask.text, LATEST_ASK_MAX_CHARS)}{HISTORICAL_SUFFIX}"
