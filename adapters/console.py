@@ -47,7 +47,7 @@ class ConsoleAdapter:
         return message.author_name.lower() in self.admins
 
     def typing(self, target: ReplyTarget) -> contextlib.AbstractAsyncContextManager[None]:
-        return _no_typing()
+        return contextlib.nullcontext()
 
     def parse_line(self, line: str) -> InboundMessage | None:
         """`alice: hi @bot` is alice speaking; a bare line comes from the last speaker."""
@@ -75,11 +75,6 @@ class ConsoleAdapter:
             chat_title=f"console room {self.room}",
             is_admin=self._speaker.lower() in self.admins,
         )
-
-
-@contextlib.asynccontextmanager
-async def _no_typing() -> AsyncIterator[None]:
-    yield
 
 
 async def read_lines(stream: TextIO) -> AsyncIterator[str]:

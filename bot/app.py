@@ -11,7 +11,7 @@ from types import TracebackType
 
 import openai
 
-from bot.compaction import SessionCompactor, UsageSink
+from bot.compaction import SessionCompactor, SummarizerFactory, UsageSink
 from bot.config import DEFAULT_CONTEXT_LENGTH, Config
 from bot.gateway import Gateway
 from bot.llm import LLMClient, OpenAIChatClient
@@ -173,7 +173,7 @@ class App:
             return threshold
         return None
 
-    def _summarizer_factory(self, llm: LLMClient) -> Callable[[UsageSink], Summarizer | None]:
+    def _summarizer_factory(self, llm: LLMClient) -> SummarizerFactory:
         if llm.offline:
             return lambda _sink: None
         model = self.config.model

@@ -32,6 +32,7 @@ from compression import (
 from compression.state import CompressorState
 from compression.template import is_summary_text, unwrap_merged
 from compression.tokens import TokenCounter
+from compression.transcript import content_text
 
 log = logging.getLogger(__name__)
 
@@ -220,7 +221,7 @@ class SessionCompactor:
         out = list(result.messages)
         new_system = None
         if out and out[0].get("role") == "system":
-            new_system = _text(out.pop(0).get("content"))
+            new_system = content_text(out.pop(0).get("content"))
         rows = _to_rows(out, originals, self._counter)
         commit = await self._store.archive_and_compact(session, rows, watermark)
         if commit is None:
@@ -286,16 +287,6 @@ class SessionCompactor:
             log.exception("could not record compression event (session=%d)", session.id)
 
 
-def _text(content: Any) -> str:
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return "\n".join(
-            p.get("text", "") for p in content if isinstance(p, dict) and p.get("type") == "text"
-        )
-    return ""
-
-
 def _fingerprint(message: dict[str, Any]) -> str:
     return json.dumps(message, sort_keys=True, ensure_ascii=False, default=str)
 
@@ -310,11 +301,11 @@ def _to_rows(
         original = by_print.get(_fingerprint(message))
         if original is None:
             # A summary merged into a carried message keeps that message's author.
-            prior = unwrap_merged(_text(message.get("content")))
+            prior = unwrap_merged(content_text(message.get("content")))
             if prior is not None:
                 original = by_print.get(_fingerprint({**message, "content": prior}))
         kind: MessageKind = (
-            "summary" if is_summary_text(_text(message.get("content"))) else "message"
+            "summary" if is_summary_text(content_text(message.get("content"))) else "message"
         )
         extra: dict[str, Any] = {}
         if original is not None:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -90,8 +89,3 @@ class Adapter(Protocol):
     def typing(self, target: ReplyTarget) -> contextlib.AbstractAsyncContextManager[None]:
         """Show a typing indicator for as long as the context is open."""
         ...
-
-
-@contextlib.asynccontextmanager
-async def no_typing() -> AsyncIterator[None]:
-    yield

@@ -9,8 +9,9 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from bot.llm import LLMResponse, ToolCall
-from bot.tools import DEFAULT_SEARCH_LIMIT, SEARCH_HISTORY, split_attribution
+from bot.tools import DEFAULT_SEARCH_LIMIT, SEARCH_HISTORY
 from compression.tokens import counter_for
+from compression.transcript import content_text, split_speaker
 
 OFFLINE_MODEL_NAME = "offline"
 MAX_ANSWER_HITS = 5
@@ -43,7 +44,7 @@ STOPWORDS = frozenset(_STOPWORD_TEXT.split())
 
 def question_keywords(text: str) -> str:
     """Search keywords of a question: "what did Bob say about the deploy?" -> "Bob deploy"."""
-    _, body = split_attribution(text.strip())
+    _, body = split_speaker(text.strip())
     body = _MENTION.sub(" ", _COMMAND.sub(" ", body))
     keywords: list[str] = []
     for word in _WORD.findall(body):
@@ -83,7 +84,7 @@ class OfflineModel:
             return (answer_from_hits(result) if result else NO_SEARCH_REPLY), ()
         if last.get("role") != "user":
             return NO_KEYWORDS_REPLY, ()
-        query = question_keywords(_text_of(last.get("content")))
+        query = question_keywords(content_text(last.get("content")))
         if not query:
             return NO_KEYWORDS_REPLY, ()
         if not _offers(tools, SEARCH_HISTORY):
@@ -108,7 +109,7 @@ def answer_from_hits(result: Mapping[str, Any]) -> str:
 
 
 def _quote(hit: Mapping[str, Any]) -> str:
-    prefix_name, text = split_attribution(str(hit.get("text", "")))
+    prefix_name, text = split_speaker(str(hit.get("text", "")))
     speaker = str(hit.get("speaker") or prefix_name or "someone")
     text = " ".join(text.split())
     if len(text) > MAX_QUOTE_CHARS:
@@ -119,22 +120,12 @@ def _quote(hit: Mapping[str, Any]) -> str:
 
 def _search_result(content: Any) -> dict[str, Any] | None:
     try:
-        result = json.loads(_text_of(content))
+        result = json.loads(content_text(content))
     except (json.JSONDecodeError, TypeError):
         return None
     if isinstance(result, dict) and ("hits" in result or "error" in result):
         return result
     return None
-
-
-def _text_of(content: Any) -> str:
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return " ".join(
-            str(p.get("text", "")) for p in content if isinstance(p, Mapping) and "text" in p
-        )
-    return ""
 
 
 def _offers(tools: list[dict[str, Any]] | None, name: str) -> bool:

@@ -13,6 +13,7 @@ from typing import Any
 from bot.llm import ToolCall
 from bot.store.base import SearchHit, Store, StoreError
 from compression.template import is_summary_text
+from compression.transcript import split_speaker
 
 log = logging.getLogger(__name__)
 
@@ -30,7 +31,6 @@ MAX_FACT_CHARS = 500
 MAX_EVENTS_COUNTED = 100_000
 COMPACTION_OUTCOMES = frozenset({"compressed", "fallback"})
 
-_ATTRIBUTION = re.compile(r"^\[([^\[\]\n]{1,64})\]\s?")
 _WORD = re.compile(r"\w+")
 
 
@@ -193,16 +193,8 @@ def _is_quotable(hit: SearchHit, ctx: ToolContext) -> bool:
     return not is_summary_text(hit.text)
 
 
-def split_attribution(text: str) -> tuple[str | None, str]:
-    """("Bob", "hello") for "[Bob] hello"; (None, text) when there is no attribution."""
-    match = _ATTRIBUTION.match(text)
-    if match is None:
-        return None, text
-    return match.group(1).strip(), text[match.end() :]
-
-
 def _hit_json(hit: SearchHit) -> dict[str, Any]:
-    prefix_name, body = split_attribution(_plain_text(hit.text))
+    prefix_name, body = split_speaker(_plain_text(hit.text))
     speaker = "bot" if hit.role == "assistant" else hit.author_name or prefix_name or "someone"
     if len(body) > MAX_HIT_CHARS:
         body = body[: MAX_HIT_CHARS - 1] + "…"
