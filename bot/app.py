@@ -6,7 +6,6 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 from types import TracebackType
 
 import openai
@@ -17,8 +16,8 @@ from bot.gateway import Gateway
 from bot.llm import LLMClient, OpenAIChatClient
 from bot.offline_model import OfflineModel
 from bot.services import Services
+from bot.store.backends import create_store, parse_store_url
 from bot.store.base import Store
-from bot.store.sqlite import SqliteStore
 from compression import Summarizer, compute_threshold_tokens
 from compression.engine import check_summary_model_feasibility, load_engine
 from compression.openai_summarizer import OpenAISummarizer
@@ -40,8 +39,8 @@ class ModelInfo:
 
 
 def database_path(config: Config) -> str:
-    url = config.storage.database
-    return url.removeprefix("sqlite:///") if url.startswith("sqlite:///") else url
+    """Where the store is, safe to show: the SQLite path, or the DSN without its password."""
+    return parse_store_url(config.storage.database).shown
 
 
 def endpoint_configured(config: Config) -> bool:
@@ -83,7 +82,7 @@ class App:
     async def start(self) -> None:
         config = self.config
         engine = load_engine(config.compression.context_engine)
-        store = self._store or SqliteStore(_ensure_parent(database_path(config)), clock=self._clock)
+        store = self._store or create_store(config.storage.database, clock=self._clock)
         await store.open()
         self._store = store
         llm = self._llm or self._make_llm()
@@ -201,9 +200,3 @@ class App:
 def _secret(value: object) -> str | None:
     getter = getattr(value, "get_secret_value", None)
     return getter() if getter is not None else None
-
-
-def _ensure_parent(path: str) -> str:
-    if path != ":memory:":
-        Path(path).parent.mkdir(parents=True, exist_ok=True)
-    return path

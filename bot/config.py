@@ -27,6 +27,7 @@ from bot.config_values import (
     Range,
     check_chat_keys,
     check_context_engine,
+    check_database,
     check_host_port,
     check_http_url,
     check_operator_ids,
@@ -67,7 +68,9 @@ SECRET_KEYS: dict[str, str] = {
     "discord.token": "DISCORD_BOT_TOKEN",
     "model.api_key": "OPENAI_API_KEY",
 }
-_URL_KEYS = frozenset({"model.base_url", "telegram.api_base_url", "telegram.webhook_url"})
+_URL_KEYS = frozenset(
+    {"model.base_url", "telegram.api_base_url", "telegram.webhook_url", "storage.database"}
+)
 
 
 class ConfigError(Exception):
@@ -210,7 +213,8 @@ class DiscordConfig(_Section):
 
 
 class StorageConfig(_Section):
-    database: NonEmpty = DEFAULT_DB  # a path, ":memory:" or "sqlite:///path"
+    # a path, ":memory:", "sqlite:///path" or "postgresql://user@host/db" (SPEC 4)
+    database: Annotated[NonEmpty, AfterValidator(check_database)] = DEFAULT_DB
 
 
 class LoggingConfig(_Section):

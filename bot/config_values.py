@@ -10,6 +10,9 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from pydantic import SecretStr
 
+from bot.store.backends import EXPECTED as STORE_URL_EXPECTED
+from bot.store.backends import UnsupportedStore, parse_store_url
+
 
 @dataclass(frozen=True, slots=True)
 class Range:
@@ -113,6 +116,15 @@ def check_http_url(value: str | None) -> str | None:
         parts = urlsplit(value)
         if parts.scheme not in ("http", "https") or not parts.netloc:
             raise ValueError("an http:// or https:// URL")
+    return value
+
+
+def check_database(value: str) -> str:
+    """A path, "sqlite:///path" or "postgresql://…"; any other scheme fails start-up."""
+    try:
+        parse_store_url(value)
+    except UnsupportedStore:
+        raise ValueError(STORE_URL_EXPECTED) from None
     return value
 
 

@@ -1,11 +1,14 @@
-"""Persistence: the `Store` protocol, its records, and the SQLite implementation."""
+"""Persistence: the `Store` protocol, its records, and the SQLite and PostgreSQL backends."""
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable
-from pathlib import Path
-
+from bot.store.backends import (
+    StoreTarget,
+    UnsupportedStore,
+    create_store,
+    open_store,
+    parse_store_url,
+)
 from bot.store.base import (
     ChatRecord,
     CompactionCommit,
@@ -22,6 +25,7 @@ from bot.store.base import (
     UsagePurpose,
     UsageRow,
 )
+from bot.store.postgres import PostgresStore
 from bot.store.sqlite import SqliteStore
 
 __all__ = [
@@ -31,34 +35,19 @@ __all__ = [
     "MessageKind",
     "NewMessage",
     "Pin",
+    "PostgresStore",
     "SearchHit",
     "SessionNotFound",
     "SessionRecord",
     "SqliteStore",
     "Store",
     "StoreError",
+    "StoreTarget",
     "StoredMessage",
+    "UnsupportedStore",
     "UsagePurpose",
     "UsageRow",
+    "create_store",
     "open_store",
+    "parse_store_url",
 ]
-
-_SQLITE_SCHEMES = ("sqlite:///", "sqlite://", "sqlite:")
-
-
-async def open_store(url_or_path: str | Path, *, clock: Callable[[], float] = time.time) -> Store:
-    """An opened store for a path, ":memory:" or "sqlite:///path"; other schemes are refused."""
-    target = str(url_or_path)
-    for scheme in _SQLITE_SCHEMES:
-        if target.startswith(scheme):
-            target = target[len(scheme) :]
-            break
-    else:
-        if "://" in target:
-            scheme = target.split("://", 1)[0]
-            raise StoreError(f"unsupported store scheme {scheme!r}: only sqlite is built in")
-    if not target:
-        raise StoreError("empty store path")
-    store = SqliteStore(target, clock=clock)
-    await store.open()
-    return store

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -23,13 +23,13 @@ from bot.store.base import (
 )
 from bot.store.bookkeeping import Bookkeeping
 from bot.store.database import Database, one
+from bot.store.hits import FETCH_FACTOR, clamp_limit, distinct_hits
 from bot.store.migrations import TRIGRAM
 from compression.state import CompressorState
 
 log = logging.getLogger(__name__)
 
 TRIGRAM_MIN_CHARS = 3  # the trigram tokenizer cannot match anything shorter
-MAX_SEARCH_LIMIT = 100
 
 
 class SqliteStore(Bookkeeping):
@@ -340,9 +340,8 @@ class SqliteStore(Bookkeeping):
         needle = query.strip()
         if not needle:
             return []
-        limit = max(1, min(limit, MAX_SEARCH_LIMIT))
-        # Fetch extra: a compaction copies the tail, so the same text can exist archived and active.
-        fetch = limit * 3
+        limit = clamp_limit(limit)
+        fetch = limit * FETCH_FACTOR
         found: list[Any] = []
         if self._db.fts_tokenizer != TRIGRAM or len(needle) >= TRIGRAM_MIN_CHARS:
             phrase = '"' + needle.replace('"', '""') + '"'
@@ -352,7 +351,7 @@ class SqliteStore(Bookkeeping):
             escaped = needle.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
             pattern = f"%{escaped}%"
             found = await self._db.fetchall(_LIKE_SEARCH_SQL, (chat_key, pattern, pattern, fetch))
-        return _distinct_hits((rows.hit_from_row(r) for r in found), limit)
+        return distinct_hits((rows.hit_from_row(r) for r in found), limit)
 
     async def recount(self, session_id: int) -> tuple[int, int]:
         found = await self._db.fetchall(_COUNT_ACTIVE_SQL, (session_id,))
@@ -390,16 +389,3 @@ async def _max_seq(conn: aiosqlite.Connection, session_id: int) -> int:
 async def _count_active(conn: aiosqlite.Connection, session_id: int) -> tuple[int, int]:
     row = await one(conn, _COUNT_ACTIVE_SQL, (session_id,))
     return int(row[0]), int(row[1])
-
-
-def _distinct_hits(hits: Iterable[SearchHit], limit: int) -> list[SearchHit]:
-    seen: set[tuple[int, str, str]] = set()
-    out: list[SearchHit] = []
-    for hit in hits:
-        key = (hit.session_id, hit.role, hit.text)
-        if key not in seen:
-            seen.add(key)
-            out.append(hit)
-            if len(out) == limit:
-                break
-    return out

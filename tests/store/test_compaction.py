@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import asyncio
 
-from bot.store import SqliteStore
+from bot.store import Store
 from tests.store.factories import assistant, summary, user
 
 
-async def test_append_updates_running_totals_in_the_same_call(store: SqliteStore) -> None:
+async def test_append_updates_running_totals_in_the_same_call(store: Store) -> None:
     session = await store.active_session("console:room")
     await store.append_messages(session.id, [user("hi", 7), assistant("hello", 11)])
 
@@ -19,7 +19,7 @@ async def test_append_updates_running_totals_in_the_same_call(store: SqliteStore
 
 
 async def test_message_after_watermark_survives_compaction_after_compacted_set(
-    store: SqliteStore,
+    store: Store,
 ) -> None:
     session = await store.active_session("console:room")
     ids = await store.append_messages(session.id, [user(f"m{i}") for i in range(6)])
@@ -38,7 +38,7 @@ async def test_message_after_watermark_survives_compaction_after_compacted_set(
     assert await store.recount(session.id) == (commit.active_tokens, commit.active_messages)
 
 
-async def test_later_appends_follow_the_survivors(store: SqliteStore) -> None:
+async def test_later_appends_follow_the_survivors(store: Store) -> None:
     session = await store.active_session("console:room")
     ids = await store.append_messages(session.id, [user("a"), user("b")])
     await store.append_messages(session.id, [user("during")])
@@ -50,7 +50,7 @@ async def test_later_appends_follow_the_survivors(store: SqliteStore) -> None:
     assert texts == ["S", "[alice] during", "[alice] after"]
 
 
-async def test_compaction_bumps_version_and_archives_without_deleting(store: SqliteStore) -> None:
+async def test_compaction_bumps_version_and_archives_without_deleting(store: Store) -> None:
     session = await store.active_session("console:room")
     ids = await store.append_messages(session.id, [user("one"), user("two")])
 
@@ -64,7 +64,7 @@ async def test_compaction_bumps_version_and_archives_without_deleting(store: Sql
     assert (await store.get_session(session.id)).version == commit.version
 
 
-async def test_stale_snapshot_is_fenced_out_and_changes_nothing(store: SqliteStore) -> None:
+async def test_stale_snapshot_is_fenced_out_and_changes_nothing(store: Store) -> None:
     session = await store.active_session("console:room")
     ids = await store.append_messages(session.id, [user("one"), user("two")])
     assert await store.archive_and_compact(session, [summary("first")], ids[-1]) is not None
@@ -77,7 +77,7 @@ async def test_stale_snapshot_is_fenced_out_and_changes_nothing(store: SqliteSto
 
 
 async def test_concurrent_compactions_of_one_snapshot_apply_exactly_once(
-    store: SqliteStore,
+    store: Store,
 ) -> None:
     session = await store.active_session("console:room")
     ids = await store.append_messages(session.id, [user(f"m{i}") for i in range(10)])
@@ -97,7 +97,7 @@ async def test_concurrent_compactions_of_one_snapshot_apply_exactly_once(
     assert len(await store.load_history("console:room")) == 11
 
 
-async def test_second_compaction_fences_by_position_not_by_id(store: SqliteStore) -> None:
+async def test_second_compaction_fences_by_position_not_by_id(store: Store) -> None:
     """Compacted rows get higher ids than the survivors after them; the fence must follow order."""
     session = await store.active_session("console:room")
     ids = await store.append_messages(session.id, [user(f"m{i}") for i in range(4)])

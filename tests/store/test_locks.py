@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import asyncio
 
-from bot.store import SqliteStore
+from bot.store import Store
 from tests.store.conftest import ManualClock
 
 TTL_SECONDS = 300.0
 
 
-async def test_twenty_racing_acquirers_have_exactly_one_winner(store: SqliteStore) -> None:
+async def test_twenty_racing_acquirers_have_exactly_one_winner(store: Store) -> None:
     session = await store.active_session("console:room")
 
     won = await asyncio.gather(
@@ -23,7 +23,7 @@ async def test_twenty_racing_acquirers_have_exactly_one_winner(store: SqliteStor
 
 
 async def test_expired_lock_is_reclaimed_by_another_holder(
-    store: SqliteStore, clock: ManualClock
+    store: Store, clock: ManualClock
 ) -> None:
     assert await store.acquire_lock(1, "crashed", TTL_SECONDS)
     assert not await store.acquire_lock(1, "next", TTL_SECONDS)
@@ -35,7 +35,7 @@ async def test_expired_lock_is_reclaimed_by_another_holder(
     assert await store.lock_holder(1) == "next"
 
 
-async def test_release_by_non_holder_fails_and_keeps_the_lock(store: SqliteStore) -> None:
+async def test_release_by_non_holder_fails_and_keeps_the_lock(store: Store) -> None:
     assert await store.acquire_lock(1, "owner", TTL_SECONDS)
 
     assert not await store.release_lock(1, "intruder")
@@ -46,7 +46,7 @@ async def test_release_by_non_holder_fails_and_keeps_the_lock(store: SqliteStore
 
 
 async def test_renew_extends_only_a_live_lock_of_its_holder(
-    store: SqliteStore, clock: ManualClock
+    store: Store, clock: ManualClock
 ) -> None:
     assert await store.acquire_lock(1, "owner", TTL_SECONDS)
     clock.advance(TTL_SECONDS - 1)

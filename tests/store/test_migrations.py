@@ -87,5 +87,5 @@ async def test_open_store_accepts_paths_and_sqlite_urls(tmp_path: Path) -> None:
 
 
 async def test_open_store_refuses_unknown_schemes() -> None:
-    with pytest.raises(StoreError, match="postgresql"):
-        await open_store("postgresql://db/compactbot")
+    with pytest.raises(StoreError, match="'mysql'"):
+        await open_store("mysql://db/compactbot")

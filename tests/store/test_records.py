@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from bot.store import CompressionEvent, NewMessage, SqliteStore
+from bot.store import CompressionEvent, NewMessage, SqliteStore, Store
 from compression.state import CompressorState
 from tests.store.conftest import ManualClock
 from tests.store.factories import summary, user
@@ -15,7 +15,7 @@ PARTS = [
 ]
 
 
-async def test_string_content_round_trips_exactly(store: SqliteStore) -> None:
+async def test_string_content_round_trips_exactly(store: Store) -> None:
     session = await store.active_session("console:room")
     text = '  {"looks": "like json"}\n\ttrailing space '
 
@@ -25,7 +25,7 @@ async def test_string_content_round_trips_exactly(store: SqliteStore) -> None:
     assert stored.content == text and isinstance(stored.content, str)
 
 
-async def test_list_content_and_tool_fields_round_trip_exactly(store: SqliteStore) -> None:
+async def test_list_content_and_tool_fields_round_trip_exactly(store: Store) -> None:
     session = await store.active_session("console:room")
     call = {"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}}
     messages = [
@@ -45,7 +45,7 @@ async def test_list_content_and_tool_fields_round_trip_exactly(store: SqliteStor
     assert (stored[0].author_id, stored[0].author_name) == ("42", "Bo")
 
 
-async def test_compressor_state_round_trips(store: SqliteStore) -> None:
+async def test_compressor_state_round_trips(store: Store) -> None:
     session = await store.active_session("console:room")
     state = CompressorState(
         compression_count=3,
@@ -65,7 +65,7 @@ async def test_compressor_state_round_trips(store: SqliteStore) -> None:
     assert (await store.get_session(session.id)).compressor == state
 
 
-async def test_active_session_is_reused_and_new_session_ends_it(store: SqliteStore) -> None:
+async def test_active_session_is_reused_and_new_session_ends_it(store: Store) -> None:
     first = await store.active_session("console:room")
     assert (await store.active_session("console:room")).id == first.id
 
@@ -77,7 +77,7 @@ async def test_active_session_is_reused_and_new_session_ends_it(store: SqliteSto
     assert (await store.active_session("console:room")).id == second.id
 
 
-async def test_per_user_sessions_are_separate(store: SqliteStore) -> None:
+async def test_per_user_sessions_are_separate(store: Store) -> None:
     shared = await store.active_session("console:room")
     alice = await store.active_session("console:room", "alice")
 
@@ -85,14 +85,14 @@ async def test_per_user_sessions_are_separate(store: SqliteStore) -> None:
     assert (await store.active_session("console:room", "alice")).id == alice.id
 
 
-async def test_mark_update_processed_dedups_redeliveries(store: SqliteStore) -> None:
+async def test_mark_update_processed_dedups_redeliveries(store: Store) -> None:
     assert await store.mark_update_processed("telegram", "1001")
     assert not await store.mark_update_processed("telegram", "1001")
     assert await store.mark_update_processed("discord", "1001")
 
 
 async def test_processed_updates_are_forgotten_after_a_week(
-    store: SqliteStore, clock: ManualClock
+    store: Store, clock: ManualClock
 ) -> None:
     assert await store.mark_update_processed("telegram", "1")
     clock.advance(8 * 24 * 3600)
@@ -101,7 +101,7 @@ async def test_processed_updates_are_forgotten_after_a_week(
     assert await store.mark_update_processed("telegram", "1")
 
 
-async def test_pins_add_list_remove(store: SqliteStore) -> None:
+async def test_pins_add_list_remove(store: Store) -> None:
     first = await store.add_pin("console:room", "deploys only on Tuesdays", "alice")
     second = await store.add_pin("console:room", "budget is 4,200 EUR", None)
     await store.add_pin("console:other", "elsewhere", None)
@@ -112,7 +112,7 @@ async def test_pins_add_list_remove(store: SqliteStore) -> None:
     assert await store.list_pins("console:room") == [second]
 
 
-async def test_usage_accumulates_per_day_and_purpose(store: SqliteStore) -> None:
+async def test_usage_accumulates_per_day_and_purpose(store: Store) -> None:
     await store.add_usage("console:room", "alice", "reply", 100, 10, day="2026-11-01")
     await store.add_usage("console:room", "alice", "reply", 50, 5, day="2026-11-01")
     await store.add_usage("console:room", "alice", "compression", 900, 90, day="2026-11-01")
@@ -129,7 +129,7 @@ async def test_usage_accumulates_per_day_and_purpose(store: SqliteStore) -> None
     ]  # fmt: skip
 
 
-async def test_chat_settings_set_get_unset_and_sql_text_is_data(store: SqliteStore) -> None:
+async def test_chat_settings_set_get_unset_and_sql_text_is_data(store: Store) -> None:
     hostile = "'); DROP TABLE chat_settings; --"
     await store.set_chat_setting("console:room", "system_prompt", hostile)
     await store.set_chat_setting("console:room", "threshold", "0.4")
@@ -143,7 +143,7 @@ async def test_chat_settings_set_get_unset_and_sql_text_is_data(store: SqliteSto
     assert not await store.unset_chat_setting("console:room", "threshold")
 
 
-async def test_compression_events_are_listed_newest_first(store: SqliteStore) -> None:
+async def test_compression_events_are_listed_newest_first(store: Store) -> None:
     session = await store.active_session("console:room")
     for outcome in ("compressed", "noop"):
         await store.record_compression_event(
@@ -156,7 +156,7 @@ async def test_compression_events_are_listed_newest_first(store: SqliteStore) ->
     assert events[0].id is not None
 
 
-async def test_migrate_chat_keeps_history_settings_pins_and_usage(store: SqliteStore) -> None:
+async def test_migrate_chat_keeps_history_settings_pins_and_usage(store: Store) -> None:
     old, new = "telegram:-42", "telegram:-10042"
     await store.upsert_chat(old, "telegram", title="Team")
     session = await store.active_session(old)
@@ -183,7 +183,7 @@ async def test_migrate_chat_keeps_history_settings_pins_and_usage(store: SqliteS
 
 
 async def test_migrate_chat_keeps_the_old_session_open_when_new_chat_started_one(
-    store: SqliteStore,
+    store: Store,
 ) -> None:
     old_session = await store.active_session("telegram:-42")
     await store.active_session("telegram:-10042")

@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import tempfile
-from pathlib import Path
-
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from bot.store import NewMessage, SessionRecord, SqliteStore
+from bot.store import NewMessage, SessionRecord, Store
+from tests.store.conftest import FreshStore
 
 tokens = st.integers(min_value=0, max_value=5000)
 batch = st.lists(tokens, min_size=1, max_size=6)
@@ -24,12 +22,12 @@ def _messages(counts: list[int]) -> list[NewMessage]:
     return [NewMessage(role="user", content=f"t{n}", tokens=n) for n in counts]
 
 
-async def _assert_totals_match(store: SqliteStore) -> None:
+async def _assert_totals_match(store: Store) -> None:
     for session in await store.list_sessions():
         assert (session.active_tokens, session.active_messages) == await store.recount(session.id)
 
 
-async def _run(store: SqliteStore, ops: list[tuple]) -> None:
+async def _run(store: Store, ops: list[tuple]) -> None:
     chat = "console:prop"
     stale: SessionRecord | None = None
     for op in ops:
@@ -52,9 +50,15 @@ async def _run(store: SqliteStore, ops: list[tuple]) -> None:
         await _assert_totals_match(store)
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+# The fixture is a factory: each example opens its own fresh store.
+@settings(
+    max_examples=60,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
 @given(ops=st.lists(operation, min_size=1, max_size=12))
-async def test_running_totals_equal_recount_after_any_sequence(ops: list[tuple]) -> None:
-    with tempfile.TemporaryDirectory() as tmp:
-        async with SqliteStore(Path(tmp) / "prop.db") as store:
-            await _run(store, ops)
+async def test_running_totals_equal_recount_after_any_sequence(
+    ops: list[tuple], open_fresh_store: FreshStore
+) -> None:
+    async with open_fresh_store() as store:
+        await _run(store, ops)

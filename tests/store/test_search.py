@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from bot.store import NewMessage, SqliteStore
+from bot.store import NewMessage, Store
 from tests.store.factories import summary, user
 
 
-async def test_finds_a_word_that_only_exists_in_archived_messages(store: SqliteStore) -> None:
+async def test_finds_a_word_that_only_exists_in_archived_messages(store: Store) -> None:
     session = await store.active_session("console:room")
     ids = await store.append_messages(
         session.id, [user("the staging password rotates on fridays"), user("ok")]
@@ -19,7 +19,7 @@ async def test_finds_a_word_that_only_exists_in_archived_messages(store: SqliteS
     assert hits[0].active is False
 
 
-async def test_finds_a_chinese_substring(store: SqliteStore) -> None:
+async def test_finds_a_chinese_substring(store: Store) -> None:
     session = await store.active_session("telegram:-100")
     await store.append_messages(session.id, [user("我们明天部署新版本"), user("好的")])
 
@@ -28,7 +28,7 @@ async def test_finds_a_chinese_substring(store: SqliteStore) -> None:
     assert [h.text for h in hits] == ["[alice] 我们明天部署新版本"]
 
 
-async def test_finds_a_three_character_japanese_substring(store: SqliteStore) -> None:
+async def test_finds_a_three_character_japanese_substring(store: Store) -> None:
     session = await store.active_session("telegram:-100")
     await store.append_messages(session.id, [user("明日の会議は午後三時からです")])
 
@@ -37,7 +37,7 @@ async def test_finds_a_three_character_japanese_substring(store: SqliteStore) ->
     assert len(hits) == 1
 
 
-async def test_does_not_return_other_chats_messages(store: SqliteStore) -> None:
+async def test_does_not_return_other_chats_messages(store: Store) -> None:
     mine = await store.active_session("console:mine")
     theirs = await store.active_session("console:theirs")
     await store.append_messages(mine.id, [user("deploy tonight")])
@@ -48,7 +48,7 @@ async def test_does_not_return_other_chats_messages(store: SqliteStore) -> None:
     assert [h.session_id for h in hits] == [mine.id]
 
 
-async def test_query_syntax_is_treated_as_text(store: SqliteStore) -> None:
+async def test_query_syntax_is_treated_as_text(store: Store) -> None:
     session = await store.active_session("console:room")
     await store.append_messages(session.id, [user('he said "NEAR(a b)" OR drop table; -- x*')])
 
@@ -59,7 +59,7 @@ async def test_query_syntax_is_treated_as_text(store: SqliteStore) -> None:
     assert len(await store.load_active(session.id)) == 1
 
 
-async def test_short_query_falls_back_to_substring_scan(store: SqliteStore) -> None:
+async def test_short_query_falls_back_to_substring_scan(store: Store) -> None:
     session = await store.active_session("console:room")
     await store.append_messages(session.id, [user("version v2 shipped"), user("100% sure")])
 
@@ -67,7 +67,7 @@ async def test_short_query_falls_back_to_substring_scan(store: SqliteStore) -> N
     assert len(await store.search("console:room", "%")) == 1
 
 
-async def test_finds_text_inside_list_content_and_tool_calls(store: SqliteStore) -> None:
+async def test_finds_text_inside_list_content_and_tool_calls(store: Store) -> None:
     session = await store.active_session("console:room")
     parts = [
         {"type": "text", "text": "look at this diagram"},

@@ -1,0 +1,420 @@
+"""The PostgreSQL `Store`: chats, sessions, messages, fenced compaction and trigram search.
+
+Method for method the SQLite store (bot/store/sqlite.py) in PostgreSQL's dialect. Writers of one
+session are ordered by the session row's lock, which every write of it takes first.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Sequence
+from types import TracebackType
+from typing import Any
+
+from bot.store import postgres_rows, rows
+from bot.store.base import (
+    ChatRecord,
+    CompactionCommit,
+    NewMessage,
+    SearchHit,
+    SessionNotFound,
+    SessionRecord,
+    StoredMessage,
+)
+from bot.store.hits import FETCH_FACTOR, clamp_limit, distinct_hits
+from bot.store.postgres_bookkeeping import PostgresBookkeeping
+from bot.store.postgres_database import PostgresDatabase, affected, redacted_dsn
+from compression.state import CompressorState
+
+log = logging.getLogger(__name__)
+
+
+class PostgresStore(PostgresBookkeeping):
+    """`Store` on a PostgreSQL database (`postgresql://…`; `?search_path=` picks the schema)."""
+
+    def __init__(self, dsn: str, *, clock: Callable[[], float] = time.time) -> None:
+        self._db = PostgresDatabase(dsn)
+        self._clock = clock
+        self._last_prune = 0.0
+
+    @property
+    def location(self) -> str:
+        """The DSN without its password, for logs and banners."""
+        return redacted_dsn(self._db.dsn)
+
+    @property
+    def cjk_trigrams(self) -> bool:
+        """False when the database's ctype makes no trigrams of CJK text (search then scans)."""
+        return self._db.cjk_trigrams
+
+    async def open(self) -> None:
+        await self._db.open()
+
+    async def close(self) -> None:
+        await self._db.close()
+
+    async def __aenter__(self) -> PostgresStore:
+        await self.open()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.close()
+
+    # chats and sessions
+
+    async def upsert_chat(
+        self,
+        key: str,
+        platform: str,
+        *,
+        title: str | None = None,
+        parent_key: str | None = None,
+        is_group: bool = True,
+    ) -> ChatRecord:
+        row = await self._db.fetchone(
+            "INSERT INTO chats(key, platform, title, parent_key, is_group, created_at)"
+            " VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT(key) DO UPDATE SET"
+            " title = coalesce(excluded.title, chats.title),"
+            " parent_key = coalesce(excluded.parent_key, chats.parent_key),"
+            " is_group = excluded.is_group RETURNING *",
+            (key, platform, title, parent_key, is_group, self._clock()),
+        )
+        return rows.chat_from_row(row)
+
+    async def get_chat(self, key: str) -> ChatRecord | None:
+        row = await self._db.fetchone("SELECT * FROM chats WHERE key = $1", (key,))
+        return rows.chat_from_row(row) if row else None
+
+    async def list_chats(self) -> list[ChatRecord]:
+        return [
+            rows.chat_from_row(r)
+            for r in await self._db.fetchall('SELECT * FROM chats ORDER BY key COLLATE "C"')
+        ]
+
+    async def migrate_chat(self, old_key: str, new_key: str) -> None:
+        """Move a chat and everything it owns to a new key (Telegram group → supergroup)."""
+        if old_key == new_key:
+            return
+        async with self._db.transaction() as conn:
+            if (
+                await conn.fetchrow("SELECT 1 FROM chats WHERE key = $1 FOR UPDATE", old_key)
+                is None
+            ):
+                return
+            await conn.execute(
+                "INSERT INTO chats(key, platform, title, parent_key, is_group, created_at)"
+                " SELECT $1, platform, title, parent_key, is_group, created_at"
+                " FROM chats WHERE key = $2 ON CONFLICT(key) DO NOTHING",
+                new_key,
+                old_key,
+            )
+            # The new chat may already have opened a session for the same scope (its first
+            # message raced the migration notice); the old one holds the history and stays open.
+            await conn.execute(
+                "UPDATE sessions SET ended_at = $1 WHERE chat_key = $2 AND ended_at IS NULL"
+                " AND coalesce(scope_user, '') IN (SELECT coalesce(scope_user, '') FROM sessions"
+                " WHERE chat_key = $3 AND ended_at IS NULL)",
+                self._clock(),
+                new_key,
+                old_key,
+            )
+            for table in ("sessions", "pins", "compression_events"):
+                await conn.execute(
+                    f"UPDATE {table} SET chat_key = $1 WHERE chat_key = $2", new_key, old_key
+                )
+            await conn.execute(
+                "INSERT INTO chat_settings(chat_key, key, value)"
+                " SELECT $1, key, value FROM chat_settings WHERE chat_key = $2"
+                " ON CONFLICT(chat_key, key) DO NOTHING",
+                new_key,
+                old_key,
+            )
+            await conn.execute(
+                "INSERT INTO usage(chat_key, user_id, day, purpose, prompt_tokens,"
+                " completion_tokens, calls) SELECT $1, user_id, day, purpose, prompt_tokens,"
+                " completion_tokens, calls FROM usage WHERE chat_key = $2"
+                " ON CONFLICT(chat_key, user_id, day, purpose) DO UPDATE SET"
+                " prompt_tokens = usage.prompt_tokens + excluded.prompt_tokens,"
+                " completion_tokens = usage.completion_tokens + excluded.completion_tokens,"
+                " calls = usage.calls + excluded.calls",
+                new_key,
+                old_key,
+            )
+            for table in ("chat_settings", "usage"):
+                await conn.execute(f"DELETE FROM {table} WHERE chat_key = $1", old_key)
+            await conn.execute(
+                "UPDATE chats SET parent_key = $1 WHERE parent_key = $2", new_key, old_key
+            )
+            await conn.execute("DELETE FROM chats WHERE key = $1", old_key)
+        log.info("chat migrated (chat=%s new_chat=%s)", old_key, new_key)
+
+    async def active_session(self, chat_key: str, scope_user: str | None = None) -> SessionRecord:
+        row = await self._db.fetchone(_OPEN_SESSION_SQL, (chat_key, scope_user))
+        if row is not None:
+            return rows.session_from_row(row)
+        async with self._db.transaction() as conn:
+            row = await self._start_session(conn, chat_key, scope_user)
+        return rows.session_from_row(row)
+
+    async def get_session(self, session_id: int) -> SessionRecord:
+        row = await self._db.fetchone("SELECT * FROM sessions WHERE id = $1", (session_id,))
+        if row is None:
+            raise SessionNotFound(session_id)
+        return rows.session_from_row(row)
+
+    async def new_session(self, chat_key: str, scope_user: str | None = None) -> SessionRecord:
+        async with self._db.transaction() as conn:
+            await conn.execute(
+                "UPDATE sessions SET ended_at = $1 WHERE chat_key = $2"
+                " AND scope_user IS NOT DISTINCT FROM $3 AND ended_at IS NULL",
+                self._clock(),
+                chat_key,
+                scope_user,
+            )
+            row = await self._start_session(conn, chat_key, scope_user)
+        return rows.session_from_row(row)
+
+    async def _start_session(self, conn: Any, chat_key: str, scope_user: str | None) -> Any:
+        """Open a session unless another worker just did; either way return the open one."""
+        now = self._clock()
+        platform = chat_key.split(":", 1)[0]
+        await conn.execute(
+            "INSERT INTO chats(key, platform, created_at) VALUES ($1, $2, $3)"
+            " ON CONFLICT(key) DO NOTHING",
+            chat_key,
+            platform,
+            now,
+        )
+        row = await conn.fetchrow(
+            "INSERT INTO sessions(chat_key, scope_user, started_at, last_activity_at)"
+            " VALUES ($1, $2, $3, $4)"
+            " ON CONFLICT (chat_key, (coalesce(scope_user, ''))) WHERE ended_at IS NULL"
+            " DO NOTHING RETURNING *",
+            chat_key,
+            scope_user,
+            now,
+            now,
+        )
+        if row is None:
+            row = await conn.fetchrow(_OPEN_SESSION_SQL, chat_key, scope_user)
+        return row
+
+    async def list_sessions(self, chat_key: str | None = None) -> list[SessionRecord]:
+        if chat_key is None:
+            found = await self._db.fetchall("SELECT * FROM sessions ORDER BY id")
+        else:
+            found = await self._db.fetchall(
+                "SELECT * FROM sessions WHERE chat_key = $1 ORDER BY id", (chat_key,)
+            )
+        return [rows.session_from_row(r) for r in found]
+
+    async def save_compressor_state(self, session_id: int, state: CompressorState) -> None:
+        assignments = ", ".join(
+            f"{column} = ${n}" for n, column in enumerate(rows.STATE_COLUMNS, start=1)
+        )
+        await self._update_session(
+            f"UPDATE sessions SET {assignments} WHERE id = ${len(rows.STATE_COLUMNS) + 1}",
+            (*postgres_rows.state_params(state), session_id),
+        )
+
+    async def set_system_prompt(self, session_id: int, prompt: str | None) -> None:
+        await self._update_session(
+            "UPDATE sessions SET system_prompt = $1 WHERE id = $2", (prompt, session_id)
+        )
+
+    async def _update_session(self, sql: str, params: Sequence[Any]) -> None:
+        async with self._db.transaction() as conn:
+            if affected(await conn.execute(sql, *params)) != 1:
+                raise SessionNotFound(params[-1])
+
+    # messages
+
+    async def append_messages(self, session_id: int, messages: Sequence[NewMessage]) -> list[int]:
+        if not messages:
+            return []
+        now = self._clock()
+        async with self._db.transaction() as conn:
+            # First: the session row's lock orders this insert against other writers of it.
+            status = await conn.execute(
+                "UPDATE sessions SET active_tokens = active_tokens + $1,"
+                " active_messages = active_messages + $2, last_activity_at = $3 WHERE id = $4",
+                sum(m.tokens for m in messages),
+                len(messages),
+                now,
+                session_id,
+            )
+            if affected(status) != 1:
+                raise SessionNotFound(session_id)
+            base = await _max_seq(conn, session_id)
+            await conn.executemany(
+                postgres_rows.INSERT_MESSAGE_SQL,
+                [
+                    postgres_rows.message_params(m, session_id, base + i + 1, now)
+                    for i, m in enumerate(messages)
+                ],
+            )
+            found = await conn.fetch(
+                "SELECT id FROM messages WHERE session_id = $1 AND seq > $2 ORDER BY seq",
+                session_id,
+                base,
+            )
+        return [r[0] for r in found]
+
+    async def load_active(self, session_id: int) -> list[StoredMessage]:
+        found = await self._db.fetchall(
+            "SELECT * FROM messages WHERE session_id = $1 AND active ORDER BY seq", (session_id,)
+        )
+        return [rows.message_from_row(r) for r in found]
+
+    async def load_history(
+        self, chat_key: str, *, include_archived: bool = True
+    ) -> list[StoredMessage]:
+        found = await self._db.fetchall(
+            "SELECT m.* FROM messages m JOIN sessions s ON s.id = m.session_id"
+            " WHERE s.chat_key = $1 AND ($2 OR m.active) ORDER BY m.session_id, m.seq",
+            (chat_key, include_archived),
+        )
+        return [rows.message_from_row(r) for r in found]
+
+    async def count_archived(self, chat_key: str) -> int:
+        row = await self._db.fetchone(
+            "SELECT count(*) FROM messages m JOIN sessions s ON s.id = m.session_id"
+            " WHERE s.chat_key = $1 AND NOT m.active",
+            (chat_key,),
+        )
+        return int(row[0])
+
+    async def archive_and_compact(
+        self, session: SessionRecord, compacted: Sequence[NewMessage], watermark: int
+    ) -> CompactionCommit | None:
+        sid = session.id
+        now = self._clock()
+        async with self._db.transaction() as conn:
+            # Compare-and-set: the row lock makes a concurrent commit wait, then see our version.
+            version = await conn.fetchval(
+                "SELECT version FROM sessions WHERE id = $1 FOR UPDATE", sid
+            )
+            if version is None:
+                raise SessionNotFound(sid)
+            if version != session.version:
+                log.info(
+                    "compaction fenced out (chat=%s session=%d expected_version=%d version=%d)",
+                    session.chat_key,
+                    sid,
+                    session.version,
+                    version,
+                )
+                return None
+            # The fence is a position in the transcript, not an id: after a compaction the
+            # compacted rows have higher ids than the survivors that follow them.
+            mark = await conn.fetchval(
+                "SELECT seq FROM messages WHERE id = $1 AND session_id = $2 AND active",
+                watermark,
+                sid,
+            )
+            if mark is None:
+                log.info("compaction watermark is gone (chat=%s session=%d)", session.chat_key, sid)
+                return None
+            archived = affected(
+                await conn.execute(
+                    "UPDATE messages SET active = FALSE, compacted = TRUE"
+                    " WHERE session_id = $1 AND active AND seq <= $2",
+                    sid,
+                    mark,
+                )
+            )
+            # Rows newer than the watermark arrived while the summary was written: renumber them
+            # after the compacted set so the transcript reads summary, tail, then the newcomers.
+            survivors = await conn.fetch(
+                "SELECT id FROM messages WHERE session_id = $1 AND active ORDER BY seq", sid
+            )
+            base = await _max_seq(conn, sid)
+            await conn.executemany(
+                postgres_rows.INSERT_MESSAGE_SQL,
+                [
+                    postgres_rows.message_params(m, sid, base + i + 1, now)
+                    for i, m in enumerate(compacted)
+                ],
+            )
+            after = base + len(compacted)
+            inserted = await conn.fetch(
+                "SELECT id FROM messages"
+                " WHERE session_id = $1 AND seq > $2 AND seq <= $3 ORDER BY seq",
+                sid,
+                base,
+                after,
+            )
+            await conn.executemany(
+                "UPDATE messages SET seq = $1 WHERE id = $2",
+                [(after + i + 1, r[0]) for i, r in enumerate(survivors)],
+            )
+            tokens, count = await _count_active(conn, sid)
+            new_version = session.version + 1
+            await conn.execute(
+                "UPDATE sessions SET active_tokens = $1, active_messages = $2, version = $3"
+                " WHERE id = $4",
+                tokens,
+                count,
+                new_version,
+                sid,
+            )
+        return CompactionCommit(
+            archived=archived,
+            inserted=len(compacted),
+            active_tokens=tokens,
+            active_messages=count,
+            version=new_version,
+            inserted_ids=tuple(r[0] for r in inserted),
+        )
+
+    async def search(self, chat_key: str, query: str, limit: int = 10) -> list[SearchHit]:
+        """Messages of every session of the chat, archived included, newest first."""
+        needle = query.strip()
+        if not needle:
+            return []
+        limit = clamp_limit(limit)
+        # The trigram index serves ILIKE for needles of three characters or more; shorter
+        # ones (and CJK under a ctype without CJK trigrams) are a scan of the chat's rows.
+        escaped = needle.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+        found = await self._db.fetchall(
+            _SEARCH_SQL, (chat_key, f"%{escaped}%", limit * FETCH_FACTOR)
+        )
+        return distinct_hits((rows.hit_from_row(r) for r in found), limit)
+
+    async def recount(self, session_id: int) -> tuple[int, int]:
+        row = await self._db.fetchone(_COUNT_ACTIVE_SQL, (session_id,))
+        return int(row[0]), int(row[1])
+
+
+_OPEN_SESSION_SQL = (
+    "SELECT * FROM sessions WHERE chat_key = $1 AND scope_user IS NOT DISTINCT FROM $2"
+    " AND ended_at IS NULL"
+)
+_COUNT_ACTIVE_SQL = (
+    "SELECT coalesce(sum(tokens), 0), count(*) FROM messages WHERE session_id = $1 AND active"
+)
+_SEARCH_SQL = (
+    "SELECT m.id, m.session_id, m.role, m.author_name, m.content, m.content_format,"
+    " m.created_at, m.active FROM messages m JOIN sessions s ON s.id = m.session_id"
+    " WHERE s.chat_key = $1 AND m.search_text ILIKE $2 ESCAPE '\\'"
+    " ORDER BY m.id DESC LIMIT $3"
+)
+
+
+async def _max_seq(conn: Any, session_id: int) -> int:
+    return int(
+        await conn.fetchval(
+            "SELECT coalesce(max(seq), 0) FROM messages WHERE session_id = $1", session_id
+        )
+    )
+
+
+async def _count_active(conn: Any, session_id: int) -> tuple[int, int]:
+    row = await conn.fetchrow(_COUNT_ACTIVE_SQL, session_id)
+    return int(row[0]), int(row[1])

@@ -1,0 +1,213 @@
+"""Side tables of the PostgreSQL store: locks, chat settings, events, usage, dedup, pins.
+
+Method for method bot/store/bookkeeping.py in PostgreSQL's dialect.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import UTC, datetime
+
+from bot.store import rows
+from bot.store.base import CompressionEvent, Pin, UsagePurpose, UsageRow
+from bot.store.bookkeeping import PROCESSED_UPDATES_KEEP_SECONDS, PRUNE_INTERVAL_SECONDS
+from bot.store.postgres_database import PostgresDatabase, affected
+
+
+class PostgresBookkeeping:
+    """The `Store` methods that do not touch messages; `PostgresStore` inherits them."""
+
+    _db: PostgresDatabase
+    _clock: Callable[[], float]
+    _last_prune: float = 0.0
+
+    # compression lock
+
+    async def acquire_lock(self, session_id: int, holder: str, ttl_seconds: float) -> bool:
+        now = self._clock()
+        async with self._db.transaction() as conn:
+            await conn.execute(
+                "DELETE FROM compression_locks WHERE session_id = $1 AND expires_at <= $2",
+                session_id,
+                now,
+            )
+            # A racing insert of the same session waits for the other's commit, then does nothing.
+            await conn.execute(
+                "INSERT INTO compression_locks(session_id, holder, acquired_at, expires_at)"
+                " VALUES ($1, $2, $3, $4) ON CONFLICT(session_id) DO NOTHING",
+                session_id,
+                holder,
+                now,
+                now + ttl_seconds,
+            )
+            current = await conn.fetchval(
+                "SELECT holder FROM compression_locks WHERE session_id = $1", session_id
+            )
+        return bool(current == holder)
+
+    async def renew_lock(self, session_id: int, holder: str, ttl_seconds: float) -> bool:
+        now = self._clock()
+        async with self._db.transaction() as conn:
+            status = await conn.execute(
+                "UPDATE compression_locks SET expires_at = $1"
+                " WHERE session_id = $2 AND holder = $3 AND expires_at > $4",
+                now + ttl_seconds,
+                session_id,
+                holder,
+                now,
+            )
+        return affected(status) == 1
+
+    async def release_lock(self, session_id: int, holder: str) -> bool:
+        async with self._db.transaction() as conn:
+            status = await conn.execute(
+                "DELETE FROM compression_locks WHERE session_id = $1 AND holder = $2",
+                session_id,
+                holder,
+            )
+        return affected(status) == 1
+
+    async def lock_holder(self, session_id: int) -> str | None:
+        row = await self._db.fetchone(
+            "SELECT holder FROM compression_locks WHERE session_id = $1 AND expires_at > $2",
+            (session_id, self._clock()),
+        )
+        return row["holder"] if row else None
+
+    # per-chat settings
+
+    async def get_chat_settings(self, chat_key: str) -> dict[str, str]:
+        found = await self._db.fetchall(
+            "SELECT key, value FROM chat_settings WHERE chat_key = $1", (chat_key,)
+        )
+        return {r["key"]: r["value"] for r in found}
+
+    async def set_chat_setting(self, chat_key: str, key: str, value: str) -> None:
+        async with self._db.transaction() as conn:
+            await conn.execute(
+                "INSERT INTO chat_settings(chat_key, key, value) VALUES ($1, $2, $3)"
+                " ON CONFLICT(chat_key, key) DO UPDATE SET value = excluded.value",
+                chat_key,
+                key,
+                value,
+            )
+
+    async def unset_chat_setting(self, chat_key: str, key: str) -> bool:
+        async with self._db.transaction() as conn:
+            status = await conn.execute(
+                "DELETE FROM chat_settings WHERE chat_key = $1 AND key = $2", chat_key, key
+            )
+        return affected(status) == 1
+
+    # events, usage, dedup, pins
+
+    async def record_compression_event(self, event: CompressionEvent) -> int:
+        async with self._db.transaction() as conn:
+            event_id = await conn.fetchval(
+                "INSERT INTO compression_events(chat_key, session_id, trigger, started_at,"
+                " ended_at, outcome, messages_before, messages_after, tokens_before,"
+                " tokens_after, summary_tokens, error)"
+                " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) RETURNING id",
+                event.chat_key,
+                event.session_id,
+                event.trigger,
+                event.started_at,
+                event.ended_at,
+                event.outcome,
+                event.messages_before,
+                event.messages_after,
+                event.tokens_before,
+                event.tokens_after,
+                event.summary_tokens,
+                event.error,
+            )
+        return int(event_id)
+
+    async def list_compression_events(
+        self, *, chat_key: str | None = None, limit: int = 50
+    ) -> list[CompressionEvent]:
+        found = await self._db.fetchall(
+            "SELECT * FROM compression_events WHERE ($1::text IS NULL OR chat_key = $1)"
+            " ORDER BY id DESC LIMIT $2",
+            (chat_key, limit),
+        )
+        return [rows.event_from_row(r) for r in found]
+
+    async def add_usage(
+        self,
+        chat_key: str,
+        user_id: str | None,
+        purpose: UsagePurpose,
+        prompt_tokens: int,
+        completion_tokens: int,
+        *,
+        day: str | None = None,
+    ) -> None:
+        day = day or datetime.fromtimestamp(self._clock(), UTC).date().isoformat()
+        async with self._db.transaction() as conn:
+            await conn.execute(
+                "INSERT INTO usage(chat_key, user_id, day, purpose, prompt_tokens,"
+                " completion_tokens, calls) VALUES ($1, $2, $3, $4, $5, $6, 1)"
+                " ON CONFLICT(chat_key, user_id, day, purpose) DO UPDATE SET"
+                " prompt_tokens = usage.prompt_tokens + excluded.prompt_tokens,"
+                " completion_tokens = usage.completion_tokens + excluded.completion_tokens,"
+                " calls = usage.calls + 1",
+                chat_key,
+                user_id or "",
+                day,
+                purpose,
+                prompt_tokens,
+                completion_tokens,
+            )
+
+    async def usage(self, chat_key: str, since_day: str) -> list[UsageRow]:
+        found = await self._db.fetchall(
+            "SELECT * FROM usage WHERE chat_key = $1 AND day >= $2"
+            ' ORDER BY day, user_id COLLATE "C", purpose',
+            (chat_key, since_day),
+        )
+        return [rows.usage_from_row(r) for r in found]
+
+    async def mark_update_processed(self, platform: str, update_id: str) -> bool:
+        now = self._clock()
+        async with self._db.transaction() as conn:
+            status = await conn.execute(
+                "INSERT INTO processed_updates(platform, update_id, seen_at)"
+                " VALUES ($1, $2, $3) ON CONFLICT(platform, update_id) DO NOTHING",
+                platform,
+                str(update_id),
+                now,
+            )
+            if now - self._last_prune >= PRUNE_INTERVAL_SECONDS:
+                self._last_prune = now
+                await conn.execute(
+                    "DELETE FROM processed_updates WHERE seen_at < $1",
+                    now - PROCESSED_UPDATES_KEEP_SECONDS,
+                )
+        return affected(status) == 1
+
+    async def add_pin(self, chat_key: str, text: str, author: str | None) -> Pin:
+        now = self._clock()
+        async with self._db.transaction() as conn:
+            pin_id = await conn.fetchval(
+                "INSERT INTO pins(chat_key, text, author, created_at) VALUES ($1, $2, $3, $4)"
+                " RETURNING id",
+                chat_key,
+                text,
+                author,
+                now,
+            )
+        return Pin(id=int(pin_id), chat_key=chat_key, text=text, author=author, created_at=now)
+
+    async def list_pins(self, chat_key: str) -> list[Pin]:
+        found = await self._db.fetchall(
+            "SELECT * FROM pins WHERE chat_key = $1 ORDER BY id", (chat_key,)
+        )
+        return [rows.pin_from_row(r) for r in found]
+
+    async def remove_pin(self, chat_key: str, pin_id: int) -> bool:
+        async with self._db.transaction() as conn:
+            status = await conn.execute(
+                "DELETE FROM pins WHERE chat_key = $1 AND id = $2", chat_key, pin_id
+            )
+        return affected(status) == 1

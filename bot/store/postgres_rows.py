@@ -1,0 +1,48 @@
+"""PostgreSQL row parameters: native booleans, `$n` placeholders and the searchable text column.
+
+Reading rows back goes through `bot.store.rows`, whose functions index rows by column name, which
+asyncpg records support as SQLite rows do.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from bot.store import rows
+from bot.store.base import NewMessage
+from compression.state import CompressorState
+
+# rows.MESSAGE_COLUMNS, then what only this backend has.
+MESSAGE_COLUMNS = rows.MESSAGE_COLUMNS + ", search_text"
+_PLACEHOLDERS = ", ".join(f"${n}" for n in range(1, 14))
+# New rows are always active and not compacted: seq and created_at come from the caller.
+INSERT_MESSAGE_SQL = (
+    f"INSERT INTO messages ({MESSAGE_COLUMNS}) VALUES ({_PLACEHOLDERS}, TRUE, FALSE, $14, $15)"
+)
+
+
+def search_text(message: NewMessage) -> str:
+    """What substring search looks in: the text parts of the content, then the tool calls."""
+    content = message.content
+    if isinstance(content, str):
+        text = content
+    elif isinstance(content, list):
+        text = " ".join(
+            str(part["text"])
+            for part in content
+            if isinstance(part, dict) and part.get("text") is not None
+        )
+    else:
+        text = ""
+    calls = json.dumps(message.tool_calls, ensure_ascii=False) if message.tool_calls else ""
+    return f"{text} {calls}"
+
+
+def message_params(message: NewMessage, session_id: int, seq: int, now: float) -> tuple[Any, ...]:
+    return (*rows.message_params(message, session_id, seq, now), search_text(message))
+
+
+def state_params(state: CompressorState) -> tuple[Any, ...]:
+    """CompressorState in rows.STATE_COLUMNS order; booleans stay booleans here."""
+    return tuple(getattr(state, column) for column in rows.STATE_COLUMNS)
