@@ -9,6 +9,7 @@ import os
 import sys
 from collections.abc import Sequence
 
+from bot import store_cli
 from bot.config import Config, exit_on_config_error, load_config
 from bot.dotenv import read_dotenv
 
@@ -47,6 +48,7 @@ def build_parser() -> argparse.ArgumentParser:
     history.add_argument("--all", action="store_true", help="include archived rows")
 
     sub.add_parser("stats", help="totals and compaction outcomes")
+    store_cli.add_parser(sub)
     return parser
 
 
@@ -85,6 +87,8 @@ async def _dispatch(command: str, args: argparse.Namespace, config: Config) -> i
 
     if command == "run":
         return await service.run(config)
+    if command == "store":
+        return await store_cli.dispatch(args)
     if command == "console":
         return await service.console(
             config, room=args.room, admins=args.admin, offline=args.model == "offline"

@@ -25,6 +25,7 @@ from bot.store.base import (
 from bot.store.hits import FETCH_FACTOR, clamp_limit, distinct_hits
 from bot.store.postgres_bookkeeping import PostgresBookkeeping
 from bot.store.postgres_database import PostgresDatabase, affected, redacted_dsn
+from bot.store.postgres_tables import PostgresTables
 from compression.state import CompressorState
 
 log = logging.getLogger(__name__)
@@ -47,6 +48,10 @@ class PostgresStore(PostgresBookkeeping):
     def cjk_trigrams(self) -> bool:
         """False when the database's ctype makes no trigrams of CJK text (search then scans)."""
         return self._db.cjk_trigrams
+
+    def tables(self) -> PostgresTables:
+        """Raw whole-table access, for `compactbot store copy`."""
+        return PostgresTables(self._db)
 
     async def open(self) -> None:
         await self._db.open()

@@ -24,7 +24,12 @@ INSERT_MESSAGE_SQL = (
 
 def search_text(message: NewMessage) -> str:
     """What substring search looks in: the text parts of the content, then the tool calls."""
-    content = message.content
+    calls = json.dumps(message.tool_calls, ensure_ascii=False) if message.tool_calls else None
+    return search_text_of(message.content, calls)
+
+
+def search_text_of(content: Any, tool_calls_json: str | None) -> str:
+    """`search_text` of stored columns: decoded content and the tool calls' JSON text."""
     if isinstance(content, str):
         text = content
     elif isinstance(content, list):
@@ -35,8 +40,7 @@ def search_text(message: NewMessage) -> str:
         )
     else:
         text = ""
-    calls = json.dumps(message.tool_calls, ensure_ascii=False) if message.tool_calls else ""
-    return f"{text} {calls}"
+    return f"{text} {tool_calls_json or ''}"
 
 
 def message_params(message: NewMessage, session_id: int, seq: int, now: float) -> tuple[Any, ...]:

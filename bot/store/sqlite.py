@@ -25,6 +25,7 @@ from bot.store.bookkeeping import Bookkeeping
 from bot.store.database import Database, one
 from bot.store.hits import FETCH_FACTOR, clamp_limit, distinct_hits
 from bot.store.migrations import TRIGRAM
+from bot.store.sqlite_tables import SqliteTables
 from compression.state import CompressorState
 
 log = logging.getLogger(__name__)
@@ -44,6 +45,10 @@ class SqliteStore(Bookkeeping):
     def fts_tokenizer(self) -> str:
         """`trigram` (substring search, CJK) or `unicode61` on SQLite older than 3.34."""
         return self._db.fts_tokenizer
+
+    def tables(self) -> SqliteTables:
+        """Raw whole-table access, for `compactbot store copy`."""
+        return SqliteTables(self._db)
 
     async def open(self) -> None:
         await self._db.open()

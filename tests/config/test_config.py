@@ -181,3 +181,23 @@ def test_exit_on_config_error_prints_one_line_and_exits_2(
     assert exited.value.code == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and err.startswith("config error: model.context_length")
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        "./data/x.db",
+        "sqlite:///var/lib/bot.db",
+        "postgresql://bot@db/compactbot",
+        "postgres://db/x",
+    ],
+)
+def test_database_accepts_paths_sqlite_and_postgresql_urls(value: str) -> None:
+    assert load_config(env={"COMPACTBOT_DB": value}).storage.database == value
+
+
+def test_database_with_another_scheme_is_one_line_naming_the_key_without_credentials() -> None:
+    err = _error({"COMPACTBOT_DB": f"mysql://bot:{SECRET}@db/compactbot"})
+
+    assert err.key == "storage.database" and err.source == "COMPACTBOT_DB"
+    assert "postgresql://" in str(err) and SECRET not in str(err)
