@@ -10,6 +10,7 @@ import asyncio
 import os
 import uuid
 from collections.abc import AsyncIterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
 from urllib.parse import parse_qsl, urlencode, urlsplit
 
@@ -55,7 +56,9 @@ def require_server() -> str:
     """The base DSN of a usable server; skips (or, when required, fails) the test otherwise."""
     dsn = base_dsn()
     if dsn not in _probed:
-        _probed[dsn] = asyncio.run(_probe(dsn))
+        # Its own thread and loop: callable from sync fixtures and from inside a running loop.
+        with ThreadPoolExecutor(max_workers=1) as probe:
+            _probed[dsn] = probe.submit(asyncio.run, _probe(dsn)).result()
     reason = _probed[dsn]
     if reason is not None:
         if required():
