@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 
 from bot.store import PostgresStore, SqliteStore, UnsupportedStore, create_store, parse_store_url
@@ -41,3 +45,19 @@ def test_shown_location_hides_the_password() -> None:
 def test_other_schemes_and_empty_paths_are_refused(value: str) -> None:
     with pytest.raises(UnsupportedStore):
         parse_store_url(value)
+
+
+def test_start_up_with_another_scheme_exits_2_with_one_line_naming_the_key(tmp_path: Path) -> None:
+    run = subprocess.run(
+        [sys.executable, "-m", "bot", "chats"],
+        capture_output=True,
+        text=True,
+        env={"PATH": "/usr/bin:/bin", "COMPACTBOT_DB": "mysql://bot:pw-123@db/compactbot"},
+        cwd=tmp_path,
+        timeout=60,
+    )
+
+    assert run.returncode == 2
+    assert run.stderr.count("\n") == 1
+    assert run.stderr.startswith("config error: storage.database (COMPACTBOT_DB)")
+    assert "pw-123" not in run.stderr
