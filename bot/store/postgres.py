@@ -10,7 +10,7 @@ import logging
 import time
 from collections.abc import Callable, Sequence
 from types import TracebackType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from bot.store import postgres_rows, rows
 from bot.store.base import (
@@ -27,6 +27,9 @@ from bot.store.postgres_bookkeeping import PostgresBookkeeping
 from bot.store.postgres_database import PostgresDatabase, affected, redacted_dsn
 from bot.store.postgres_tables import PostgresTables
 from compression.state import CompressorState
+
+if TYPE_CHECKING:
+    from bot.store.postgres_database import PooledConnection
 
 log = logging.getLogger(__name__)
 
@@ -185,7 +188,9 @@ class PostgresStore(PostgresBookkeeping):
             row = await self._start_session(conn, chat_key, scope_user)
         return rows.session_from_row(row)
 
-    async def _start_session(self, conn: Any, chat_key: str, scope_user: str | None) -> Any:
+    async def _start_session(
+        self, conn: PooledConnection, chat_key: str, scope_user: str | None
+    ) -> Any:
         """Open a session unless another worker just did; either way return the open one."""
         now = self._clock()
         platform = chat_key.split(":", 1)[0]
@@ -412,7 +417,7 @@ _SEARCH_SQL = (
 )
 
 
-async def _max_seq(conn: Any, session_id: int) -> int:
+async def _max_seq(conn: PooledConnection, session_id: int) -> int:
     return int(
         await conn.fetchval(
             "SELECT coalesce(max(seq), 0) FROM messages WHERE session_id = $1", session_id
@@ -420,6 +425,6 @@ async def _max_seq(conn: Any, session_id: int) -> int:
     )
 
 
-async def _count_active(conn: Any, session_id: int) -> tuple[int, int]:
-    row = await conn.fetchrow(_COUNT_ACTIVE_SQL, session_id)
+async def _count_active(conn: PooledConnection, session_id: int) -> tuple[int, int]:
+    [row] = await conn.fetch(_COUNT_ACTIVE_SQL, session_id)  # an aggregate: always one row
     return int(row[0]), int(row[1])

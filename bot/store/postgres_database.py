@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 from urllib.parse import parse_qsl, urlencode, urlsplit
 
 import asyncpg
@@ -13,7 +13,16 @@ import asyncpg
 from bot.store.base import StoreError
 from bot.store.postgres_migrations import apply_migrations
 
+if TYPE_CHECKING:
+    from asyncpg.pool import PoolConnectionProxy
+
+    from bot.store.postgres_migrations import AnyConnection
+
+    # A connection inside `transaction()`.
+    PooledConnection: TypeAlias = PoolConnectionProxy[asyncpg.Record]
+
 log = logging.getLogger(__name__)
+
 
 POOL_MIN_SIZE = 1
 # Turns hold a connection only for a statement or a short transaction, never across an LLM call.
@@ -30,7 +39,7 @@ class PostgresDatabase:
 
     def __init__(self, dsn: str) -> None:
         self.dsn = dsn
-        self._pool: asyncpg.Pool | None = None
+        self._pool: asyncpg.Pool[asyncpg.Record] | None = None
         self.cjk_trigrams = True
 
     @property
@@ -74,7 +83,7 @@ class PostgresDatabase:
             await pool.close()
 
     @asynccontextmanager
-    async def transaction(self) -> AsyncIterator[Any]:
+    async def transaction(self) -> AsyncIterator[PooledConnection]:
         """One transaction on a pooled connection; committed on exit, rolled back on any error."""
         async with _require(self._pool).acquire() as conn, conn.transaction():
             yield conn
@@ -108,11 +117,11 @@ def redacted_dsn(dsn: str) -> str:
     return parts._replace(netloc=netloc, query=query).geturl()
 
 
-async def _has_cjk_trigrams(conn: Any) -> bool:
+async def _has_cjk_trigrams(conn: AnyConnection) -> bool:
     return bool(await conn.fetchval("SELECT cardinality(show_trgm($1)) > 0", CJK_PROBE_TEXT))
 
 
-def _require(pool: asyncpg.Pool | None) -> asyncpg.Pool:
+def _require(pool: asyncpg.Pool[asyncpg.Record] | None) -> asyncpg.Pool[asyncpg.Record]:
     if pool is None:
         raise StoreError("store is not open")
     return pool

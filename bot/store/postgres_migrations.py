@@ -5,7 +5,16 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, TypeAlias
+
+if TYPE_CHECKING:
+    import asyncpg
+    from asyncpg.pool import PoolConnectionProxy
+
+    # Migrations run on a pooled connection at start-up, or on a plain one in tests.
+    AnyConnection: TypeAlias = (
+        asyncpg.Connection[asyncpg.Record] | PoolConnectionProxy[asyncpg.Record]
+    )
 
 log = logging.getLogger(__name__)
 
@@ -164,15 +173,15 @@ MIGRATIONS: tuple[Migration, ...] = (
 LATEST_VERSION = MIGRATIONS[-1].version
 
 
-async def schema_version(conn: Any) -> int:
-    """The schema's version (0 when empty); `conn` is an asyncpg connection."""
+async def schema_version(conn: AnyConnection) -> int:
+    """The schema's version (0 when empty)."""
     exists = await conn.fetchval("SELECT to_regclass('schema_version') IS NOT NULL")
     if not exists:
         return 0
     return int(await conn.fetchval("SELECT coalesce(max(version), 0) FROM schema_version"))
 
 
-async def apply_migrations(conn: Any, *, up_to: int | None = None) -> int:
+async def apply_migrations(conn: AnyConnection, *, up_to: int | None = None) -> int:
     """Apply every migration newer than the schema's version (up to `up_to`); return the version.
 
     Each migration is its own transaction under a per-schema advisory lock, so a failure leaves
