@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import random
 import socket
 import subprocess
 import sys
@@ -209,21 +210,48 @@ async def test_an_unreachable_server_is_one_error_without_the_password(
     assert PASSWORD not in str(caught.value) and PASSWORD not in caplog.text
 
 
+def _compactbot(*args: str, db: str, stdin: str = "") -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "bot", *args],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        env={"PATH": "/usr/bin:/bin", "COMPACTBOT_DB": db},
+        cwd=REPO,
+        timeout=120,
+    )
+
+
 def test_operator_commands_run_on_postgresql_when_compactbot_db_names_it(schema_dsn: str) -> None:
-    env = {"PATH": "/usr/bin:/bin", "COMPACTBOT_DB": schema_dsn}
-
-    def compactbot(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            [sys.executable, "-m", "bot", *args],
-            capture_output=True,
-            text=True,
-            env=env,
-            cwd=REPO,
-            timeout=120,
-        )
-
-    assert compactbot("config", "set", "console:main", "threshold", "0.5").returncode == 0
-    listed = compactbot("chats")
+    assert (
+        _compactbot("config", "set", "console:main", "threshold", "0.5", db=schema_dsn).returncode
+        == 0
+    )
+    listed = _compactbot("chats", db=schema_dsn)
 
     assert listed.returncode == 0, listed.stderr
     assert listed.stdout.startswith("console:main")
+
+
+def test_a_console_session_on_postgresql_compacts_and_moves_to_sqlite_intact(
+    schema_dsn: str, tmp_path: Path
+) -> None:
+    rng = random.Random(1)
+    words = ["deploy", "lunch", "tests", "release", "coffee", "budget", "design", "docs", "ok"]
+    chatter = "alice: line 0 about the 部署 plan\n" + "".join(
+        f"{('alice', 'bob', 'carol')[i % 3]}: " + " ".join(rng.choices(words, k=25)) + "\n"
+        for i in range(30)
+    )
+    script = chatter + "alice: /pin deploys only on Tuesdays\nalice: /compress\nalice: /pins\n"
+
+    run = _compactbot("console", "--room", "t", "--admin", "alice", db=schema_dsn, stdin=script)
+
+    assert run.returncode == 0, run.stderr
+    assert any(line.startswith("bot: 🗜️ Compressed:") for line in run.stdout.splitlines())
+    history = _compactbot("history", "console:t", "--all", db=schema_dsn)
+    assert history.returncode == 0 and "line 0 about the 部署 plan" in history.stdout
+    copy = tmp_path / "moved.db"
+    assert _compactbot("store", "copy", schema_dsn, str(copy), db=schema_dsn).returncode == 0
+    assert _compactbot("history", "console:t", "--all", db=str(copy)).stdout == history.stdout
+    moved = _compactbot("console", "--room", "t", db=str(copy), stdin="alice: /pins\n")
+    assert "bot: 1. deploys only on Tuesdays" in moved.stdout.splitlines()
