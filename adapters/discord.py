@@ -126,6 +126,12 @@ class DiscordPlatform:
             raise error  # LoginFailure for a bad token, PrivilegedIntentsRequired, ...
         raise TimeoutError(f"discord client not ready after {READY_TIMEOUT_SECONDS:.0f}s")
 
+    @property
+    def connected(self) -> bool:
+        """Logged in with the gateway open (for /readyz)."""
+        client = self._client
+        return client is not None and client.is_ready() and not client.is_closed()
+
     async def stop(self) -> None:
         """Close the connection and wait for the client task; safe to call twice."""
         client, task = self._client, self._task

@@ -45,6 +45,10 @@ class SqliteStore(Bookkeeping):
         """`trigram` (substring search, CJK) or `unicode61` on SQLite older than 3.34."""
         return self._db.fts_tokenizer
 
+    def observe_commits(self, callback: Callable[[float], None]) -> None:
+        """`callback(seconds)` after every committed write transaction (the metrics hook)."""
+        self._db.on_commit = callback
+
     async def open(self) -> None:
         await self._db.open()
 
