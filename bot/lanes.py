@@ -62,8 +62,9 @@ class LaneScheduler:
     async def _drain(self, key: str, lane: _Lane) -> None:
         try:
             while lane.queue:
-                _, job = lane.queue.popleft()
                 async with self._slots:
+                    # Taken only once it can run: a job waiting for a slot still counts as queued.
+                    _, job = lane.queue.popleft()
                     try:
                         await job()
                     except asyncio.CancelledError:
