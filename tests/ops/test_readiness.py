@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import os
+import sys
 from pathlib import Path
 
 from bot.app import App
@@ -90,3 +92,31 @@ async def test_a_hanging_probe_is_reported_not_awaited_forever(monkeypatch) -> N
 
     report = await Readiness([Hangs()]).check()
     assert report.problems == ("slow: no answer within 0s",)
+
+
+def dockerfile_healthcheck() -> str:
+    text = (Path(__file__).resolve().parents[2] / "Dockerfile").read_text()
+    return text.split('CMD python -c "', 1)[1].split('"\n', 1)[0]
+
+
+async def healthcheck_status(command: str, listen: str) -> int:
+    env = {**os.environ, "COMPACTBOT_METRICS_LISTEN": listen}
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-c", command, env=env, stderr=asyncio.subprocess.DEVNULL
+    )
+    return await proc.wait()
+
+
+async def test_dockerfile_healthcheck_follows_readyz(
+    tmp_path: Path,
+    free_port: int,  # noqa: F811
+) -> None:
+    command = await asyncio.to_thread(dockerfile_healthcheck)
+    listen = f"0.0.0.0:{free_port}"
+    config = make_config(tmp_path, {"COMPACTBOT_METRICS_LISTEN": listen})
+    async with App(config, llm=OfflineModel()) as app:
+        await app.start_operator_endpoint()
+        assert await healthcheck_status(command, listen) == 0
+        await app.services.store.close()
+        assert await healthcheck_status(command, listen) == 1
+        await app.services.store.open()
