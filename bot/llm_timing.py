@@ -25,15 +25,8 @@ class TimedLLM:
         tools: list[dict[str, Any]] | None = None,
         model: str | None = None,
     ) -> LLMResponse:
-        clock = self._metrics.clock
-        started = clock()
-        ok = False
-        try:
-            response = await self._inner.complete(messages, tools=tools, model=model)
-            ok = True
-            return response
-        finally:
-            self._metrics.llm_call("reply", clock() - started, ok=ok)
+        with self._metrics.llm_timer("reply"):
+            return await self._inner.complete(messages, tools=tools, model=model)
 
 
 class TimedSummarizer:
@@ -44,12 +37,5 @@ class TimedSummarizer:
         self._metrics = metrics
 
     async def summarize(self, request: SummaryRequest) -> str:
-        clock = self._metrics.clock
-        started = clock()
-        ok = False
-        try:
-            summary = await self._inner.summarize(request)
-            ok = True
-            return summary
-        finally:
-            self._metrics.llm_call("summary", clock() - started, ok=ok)
+        with self._metrics.llm_timer("summary"):
+            return await self._inner.summarize(request)

@@ -6,9 +6,10 @@ only in the `compactbot_chat_*` families, and only when the operator turns them 
 
 from __future__ import annotations
 
+import contextlib
 import socket
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
@@ -45,12 +46,12 @@ class Metrics:
         self,
         *,
         chat_labels: bool = False,
-        worker: str | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.registry = CollectorRegistry()
         self.chat_labels = chat_labels
-        self.worker = worker or socket.gethostname()
+        # Each worker serves its own endpoint; the host name tells them apart on a dashboard.
+        self.worker = socket.gethostname()
         self.clock = clock
         r = self.registry
         self.received = Counter(
@@ -165,8 +166,16 @@ class Metrics:
     def turn_started(self, platform: str) -> TurnTimer:
         return TurnTimer(self, platform, self.clock())
 
-    def llm_call(self, purpose: str, seconds: float, *, ok: bool) -> None:
-        self.llm_seconds.labels(purpose, "ok" if ok else "error").observe(seconds)
+    @contextlib.contextmanager
+    def llm_timer(self, purpose: str) -> Iterator[None]:
+        """Time one model call (`reply` or `summary`); an exception counts it as an error."""
+        started = self.clock()
+        outcome = "error"
+        try:
+            yield
+            outcome = "ok"
+        finally:
+            self.llm_seconds.labels(purpose, outcome).observe(self.clock() - started)
 
     def compaction_recorded(self, event: CompressionEvent) -> None:
         trigger = event.trigger
