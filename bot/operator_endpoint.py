@@ -16,6 +16,10 @@ NOT_READY_STATUS = 503
 SHUTDOWN_TIMEOUT_SECONDS = 1.0  # a scraper holding a connection must not delay shutdown
 
 
+class OperatorPortError(OSError):
+    """COMPACTBOT_METRICS_LISTEN cannot be bound (in use, no such address, no permission)."""
+
+
 class OperatorEndpoint:
     """An aiohttp server on the event loop; `start()` binds, `stop()` releases the port."""
 
@@ -42,9 +46,12 @@ class OperatorEndpoint:
         await runner.setup()
         try:
             await web.TCPSite(runner, self._host, self._port).start()
-        except OSError:
+        except OSError as exc:
             await runner.cleanup()
-            raise
+            raise OperatorPortError(
+                f"COMPACTBOT_METRICS_LISTEN: cannot listen on {self._host}:{self._port} "
+                f"({exc.strerror or type(exc).__name__})"
+            ) from exc
         self._runner = runner
         log.info("operator endpoint on %s:%d (/metrics /healthz /readyz)", self._host, self.port)
 

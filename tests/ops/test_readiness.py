@@ -7,10 +7,13 @@ import os
 import sys
 from pathlib import Path
 
+import pytest
+
 from bot.app import App
 from bot.health import QUEUE_STUCK_SECONDS, QueueProbe, Readiness
 from bot.lanes import LaneScheduler
 from bot.offline_model import OfflineModel
+from bot.operator_endpoint import OperatorPortError
 from tests.fakes.fixtures import free_port  # noqa: F401  (pytest fixture)
 from tests.harness import make_config
 from tests.ops.scrape import get
@@ -120,3 +123,23 @@ async def test_dockerfile_healthcheck_follows_readyz(
         await app.services.store.close()
         assert await healthcheck_status(command, listen) == 1
         await app.services.store.open()
+
+
+async def test_a_taken_operator_port_is_one_clear_error(
+    tmp_path: Path,
+    free_port: int,  # noqa: F811
+) -> None:
+    config = make_config(tmp_path, {"COMPACTBOT_METRICS_LISTEN": f"127.0.0.1:{free_port}"})
+    async with App(config, llm=OfflineModel()) as first:
+        await first.start_operator_endpoint()
+        async with App(
+            make_config(
+                tmp_path / "second", {"COMPACTBOT_METRICS_LISTEN": f"127.0.0.1:{free_port}"}
+            ),
+            llm=OfflineModel(),
+        ) as second:
+            with pytest.raises(OperatorPortError) as caught:
+                await second.start_operator_endpoint()
+    assert str(caught.value).startswith(
+        f"COMPACTBOT_METRICS_LISTEN: cannot listen on 127.0.0.1:{free_port} ("
+    )
