@@ -6,7 +6,7 @@ from telegram import Bot
 from telegram.error import InvalidToken, NetworkError, TelegramError
 
 from bot.config import Config
-from bot.doctor_report import Finding, fix, ok, skip
+from bot.doctor_report import Finding, fix, ok, shown_url, skip
 
 AREA = "telegram"
 DEFAULT_BASE_URL = "https://api.telegram.org/bot"  # PTB's defaults
@@ -27,7 +27,7 @@ async def check_telegram(config: Config, live: bool) -> list[Finding]:
     except InvalidToken:
         return [fix(AREA, "the Bot API refused TELEGRAM_BOT_TOKEN: copy it again from @BotFather")]
     except NetworkError as exc:
-        where = settings.api_base_url or "api.telegram.org"
+        where = shown_url(settings.api_base_url or DEFAULT_BASE_URL)
         return [fix(AREA, f"cannot reach the Bot API at {where} ({type(exc).__name__})")]
     except TelegramError as exc:
         return [fix(AREA, f"the Bot API answered {type(exc).__name__}")]

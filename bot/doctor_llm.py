@@ -9,7 +9,7 @@ import openai
 
 from bot.app import endpoint_configured
 from bot.config import DEFAULT_CONTEXT_LENGTH, Config
-from bot.doctor_report import Finding, fix, ok
+from bot.doctor_report import Finding, fix, ok, shown_url
 from bot.llm import context_length_of
 
 REQUEST_TIMEOUT_SECONDS = 15.0
@@ -42,7 +42,7 @@ async def check_llm(config: Config, live: bool) -> list[Finding]:
 
 
 def _refused(exc: openai.OpenAIError, config: Config) -> Finding:
-    where = config.model.base_url or "api.openai.com"
+    where = shown_url(config.model.base_url or "https://api.openai.com/v1")
     if isinstance(exc, openai.AuthenticationError):
         return fix("llm", f"{where} refused the API key (401): check OPENAI_API_KEY")
     if isinstance(exc, openai.PermissionDeniedError):

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Literal
+from urllib.parse import urlsplit
 
 from bot.config import Config
 
@@ -34,6 +35,15 @@ def fix(area: str, text: str) -> Finding:
 
 def skip(area: str, text: str) -> Finding:
     return Finding(area, "skip", text)
+
+
+def shown_url(url: str) -> str:
+    """`url` without any user:password part, fit for a report line."""
+    parts = urlsplit(url)
+    if parts.username is None and parts.password is None:
+        return url
+    netloc = (parts.hostname or "") + (f":{parts.port}" if parts.port else "")
+    return parts._replace(netloc=netloc).geturl()
 
 
 # A check gets the configuration and whether --live was given (a real completion may be sent).

@@ -255,3 +255,12 @@ async def test_doctor_counts_a_crashing_check_as_a_problem(tmp_path: Path) -> No
     code = await run_doctor(make_config(tmp_path), checks=[NamedCheck("x", broken)], out=out)
     assert code == 1
     assert out.getvalue().splitlines()[0] == "FIX   x: the check itself failed (RuntimeError)"
+
+
+async def test_doctor_never_prints_credentials_in_the_endpoint_url(tmp_path: Path) -> None:
+    async with FakeOpenAI(api_key=RIGHT_KEY) as llm:
+        url = llm.base_url.replace("http://", "http://user:hunter2@")
+        env = {"OPENAI_BASE_URL": url, "OPENAI_API_KEY": "sk-wrong", "COMPACTBOT_MODEL": "m"}
+        lines = await run_in_process(env, tmp_path)
+    assert f"FIX   llm: {llm.base_url} refused the API key (401): check OPENAI_API_KEY" in lines
+    assert "hunter2" not in "\n".join(lines)
