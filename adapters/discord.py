@@ -28,6 +28,7 @@ from bot.events import Adapter, DeliveryError, InboundMessage, ReplyTarget, chat
 
 if TYPE_CHECKING:
     from bot.config import Config
+    from bot.metrics import Metrics
     from bot.services import Services
 
 log = logging.getLogger(__name__)
@@ -106,7 +107,8 @@ class DiscordPlatform:
         """Log in and connect; raise if the client fails or is not ready in time."""
         if self._task is not None:
             return
-        client = _Client(self, **self._client_options)
+        trace = _rate_limit_trace(self._gateway.services.metrics)
+        client = _Client(self, **{"http_trace": trace, **self._client_options})
         self._client = client
         self._task = asyncio.create_task(
             client.start(self._token.get_secret_value()), name="discord-client"
@@ -125,6 +127,12 @@ class DiscordPlatform:
         if error is not None:
             raise error  # LoginFailure for a bad token, PrivilegedIntentsRequired, ...
         raise TimeoutError(f"discord client not ready after {READY_TIMEOUT_SECONDS:.0f}s")
+
+    @property
+    def connected(self) -> bool:
+        """Logged in with the gateway open (for /readyz)."""
+        client = self._client
+        return client is not None and client.is_ready() and not client.is_closed()
 
     async def stop(self) -> None:
         """Close the connection and wait for the client task; safe to call twice."""
@@ -325,6 +333,30 @@ class DiscordPlatform:
             )
             return False
         return True
+
+
+def _rate_limit_trace(metrics: Metrics) -> aiohttp.TraceConfig:
+    """Count every 429 and its Retry-After: discord.py waits them out without telling us."""
+    trace = aiohttp.TraceConfig()
+
+    async def on_request_end(
+        session: aiohttp.ClientSession,
+        context: object,
+        params: aiohttp.TraceRequestEndParams,
+    ) -> None:
+        if params.response.status == TOO_MANY_REQUESTS:
+            seconds = _seconds(params.response.headers.get("Retry-After"))
+            metrics.retry_after_waited(PLATFORM, seconds)
+
+    trace.on_request_end.append(on_request_end)
+    return trace
+
+
+def _seconds(value: str | None) -> float:
+    try:
+        return max(float(value or 0), 0.0)
+    except ValueError:
+        return 0.0
 
 
 def _report_client_exit(task: asyncio.Task[None]) -> None:

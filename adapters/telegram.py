@@ -117,7 +117,7 @@ class TelegramPlatform:
         self._gateway = gateway
         self._application = _build_application(config.telegram)
         self._application.add_handler(TypeHandler(Update, self._on_update))
-        self._sender = TelegramSender(self._application.bot)
+        self._sender = TelegramSender(self._application.bot, metrics=gateway.services.metrics)
         self._admins = AdminCache(config.gateway.admin_cache_seconds, clock)
         self._me: BotSelf | None = None
         self._stopped = False
@@ -138,6 +138,12 @@ class TelegramPlatform:
             await self.stop()
             raise TelegramStartError(f"telegram: {self._redact(str(exc))}") from None
         log.info("telegram: %s as @%s", mode, self._me.username)
+
+    @property
+    def connected(self) -> bool:
+        """Taking updates: polling or the webhook server is running (for /readyz)."""
+        app = self._application
+        return app.running and app.updater is not None and app.updater.running
 
     async def stop(self) -> None:
         """Stop taking updates, let replies in flight finish briefly, shut down; idempotent."""

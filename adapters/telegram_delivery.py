@@ -23,6 +23,7 @@ from telegram.warnings import PTBDeprecationWarning
 
 from adapters.telegram_html import html_to_plain, render_chunks
 from bot.events import DeliveryError, ReplyTarget
+from bot.metrics import Metrics
 
 log = logging.getLogger(__name__)
 
@@ -54,9 +55,12 @@ class Chunk:
 class TelegramSender:
     """Sends Markdown replies as Telegram HTML and keeps the typing indicator alive."""
 
-    def __init__(self, bot: Bot, *, sleep: Sleep = asyncio.sleep) -> None:
+    def __init__(
+        self, bot: Bot, *, sleep: Sleep = asyncio.sleep, metrics: Metrics | None = None
+    ) -> None:
         self._bot = bot
         self._sleep = sleep
+        self._metrics = metrics or Metrics()
 
     async def send(self, target: ReplyTarget, text: str) -> None:
         """Every chunk keeps the topic's thread id; only the first one quotes the question."""
@@ -83,6 +87,7 @@ class TelegramSender:
                     raise _failed(chunk, f"flood control, retry after {seconds:.0f}s") from exc
                 rate_waits += 1
                 log.warning("telegram: flood control in %s, waiting %.1fs", chunk.chat_id, seconds)
+                self._metrics.retry_after_waited("telegram", seconds)
                 await self._sleep(seconds)
             except ChatMigrated as exc:
                 log.info("telegram: chat %s moved to %s", chunk.chat_id, exc.new_chat_id)

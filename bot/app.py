@@ -13,8 +13,12 @@ import openai
 from bot.compaction import SessionCompactor, SummarizerFactory, UsageSink
 from bot.config import DEFAULT_CONTEXT_LENGTH, Config
 from bot.gateway import Gateway
+from bot.health import QueueProbe, Readiness, StoreProbe
 from bot.llm import LLMClient, OpenAIChatClient
+from bot.llm_timing import TimedLLM, TimedSummarizer
+from bot.metrics import Metrics, QueueSample
 from bot.offline_model import OfflineModel
+from bot.operator_endpoint import OperatorEndpoint
 from bot.services import Services
 from bot.store.backends import create_store, parse_store_url
 from bot.store.base import Store
@@ -63,6 +67,9 @@ class App:
         self._store = store
         self._clock = clock
         self._openai: openai.AsyncOpenAI | None = None
+        self._endpoint: OperatorEndpoint | None = None
+        self.metrics = Metrics(chat_labels=config.metrics.chat_labels)
+        self.readiness = Readiness()
         self.services: Services
         self.gateway: Gateway
         self.model: ModelInfo
@@ -85,6 +92,9 @@ class App:
         store = self._store or create_store(config.storage.database, clock=self._clock)
         await store.open()
         self._store = store
+        observe_commits = getattr(store, "observe_commits", None)
+        if observe_commits is not None:
+            observe_commits(self.metrics.store_committed)
         llm = self._llm or self._make_llm()
         self._llm = llm
         context_length, source = await self._context_length(llm)
@@ -98,18 +108,20 @@ class App:
             lock_ttl_seconds=config.compression.lock_ttl_seconds,
             clock=self._clock,
             engine=engine,
+            metrics=self.metrics,
         )
         self.services = Services(
             config=config,
             store=store,
             counter=counter,
-            llm=llm,
+            llm=TimedLLM(llm, self.metrics),
             compactor=compactor,
             context_length=context_length,
             clock=self._clock,
             threshold_tokens_cap=cap,
         )
         self.gateway = Gateway(self.services)
+        await self._watch(store)
         log.info(
             "compactbot ready: model=%s (%s) window=%d (%s) db=%s",
             self.model.name,
@@ -119,7 +131,21 @@ class App:
             database_path(config),
         )
 
+    async def start_operator_endpoint(self) -> None:
+        """Serve /metrics, /healthz and /readyz when COMPACTBOT_METRICS_LISTEN is set."""
+        metrics_config = self.config.metrics
+        if metrics_config.listen is None or self._endpoint is not None:
+            return
+        endpoint = OperatorEndpoint(
+            metrics_config.host, metrics_config.port, self.metrics, self.readiness
+        )
+        await endpoint.start()
+        self._endpoint = endpoint
+
     async def close(self) -> None:
+        if self._endpoint is not None:
+            await self._endpoint.stop()
+            self._endpoint = None
         if hasattr(self, "gateway"):
             await self.gateway.close()
         close_llm = getattr(self._llm, "aclose", None)
@@ -129,6 +155,17 @@ class App:
             await self._openai.close()
         if self._store is not None:
             await self._store.close()
+
+    async def _watch(self, store: Store) -> None:
+        lanes = self.gateway.lanes
+        self.metrics.watch_queue(
+            lambda: QueueSample(lanes.queued_jobs, lanes.oldest_wait_seconds())
+        )
+        path = database_path(self.config)
+        store_probe = StoreProbe(store, None if path == ":memory:" else path)
+        await store_probe.remember_file()
+        self.readiness.add(store_probe)
+        self.readiness.add(QueueProbe(lanes))
 
     def _make_llm(self) -> LLMClient:
         model = self.config.model
@@ -186,13 +223,14 @@ class App:
         summary_model = model.summary_model or model.name
 
         def factory(sink: UsageSink) -> Summarizer:
-            return OpenAISummarizer(
+            summarizer = OpenAISummarizer(
                 client,
                 summary_model,
                 fallback_model=model.name if summary_model != model.name else None,
                 timeout_seconds=SUMMARY_TIMEOUT_SECONDS,
                 on_usage=sink,
             )
+            return TimedSummarizer(summarizer, self.metrics)
 
         return factory
 

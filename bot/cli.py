@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from bot import store_cli
 from bot.config import Config, exit_on_config_error, load_config
 from bot.dotenv import read_dotenv
+from bot.log_format import log_handler
 
 log = logging.getLogger("compactbot")
 
@@ -29,7 +30,21 @@ def build_parser() -> argparse.ArgumentParser:
     console.add_argument("--admin", action="append", default=[], metavar="NAME")
     console.add_argument("--model", choices=["offline", "configured"], default="configured")
 
-    sub.add_parser("chats", help="list chats with size, tokens and last compaction")
+    chats = sub.add_parser("chats", help="list chats with size, tokens and last compaction")
+    chats.add_argument(
+        "--top",
+        choices=["tokens", "compactions", "failures"],
+        help="rank chats: tokens used, compactions, or failed compactions",
+    )
+    chats.add_argument("--days", type=int, default=30, help="with --top tokens: usage window")
+    chats.add_argument("--limit", type=int, default=20, help="with --top: how many chats")
+
+    events = sub.add_parser("events", help="a chat's compaction history")
+    events.add_argument("chat")
+    events.add_argument("--limit", type=int, default=50, help="newest N events")
+
+    doctor = sub.add_parser("doctor", help="check configuration, store, model and platforms")
+    doctor.add_argument("--live", action="store_true", help="also send one tiny completion")
 
     config = sub.add_parser("config", help="per-chat settings (operator: no bounds)")
     config.add_argument("action", choices=["get", "set", "unset"])
@@ -56,11 +71,7 @@ def configure_logging(config: Config, *, interactive: bool) -> None:
     """INFO for the service; the console and operator commands stay quiet unless asked."""
     explicit = "COMPACTBOT_LOG_LEVEL" in os.environ
     level = config.logging.level if explicit or not interactive else "WARNING"
-    logging.basicConfig(
-        level=level,
-        stream=sys.stderr,
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-    )
+    logging.basicConfig(level=level, handlers=[log_handler(config.logging.format)])
     # httpx logs full request URLs at INFO; Telegram URLs embed the bot token.
     logging.getLogger("httpx").setLevel(logging.WARNING)
     logging.getLogger("httpcore").setLevel(logging.WARNING)
@@ -85,6 +96,10 @@ def main(argv: Sequence[str] | None = None) -> None:
 async def _dispatch(command: str, args: argparse.Namespace, config: Config) -> int:
     from bot import operator_cli, service
 
+    if command == "doctor":
+        from bot.doctor import run_doctor
+
+        return await run_doctor(config, live=args.live)
     if command == "run":
         return await service.run(config)
     if command == "store":

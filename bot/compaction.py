@@ -14,6 +14,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from bot.metrics import Metrics
 from bot.store.base import (
     CompactionCommit,
     CompressionEvent,
@@ -95,7 +96,9 @@ class SessionCompactor:
         lock_ttl_seconds: float = 300.0,
         clock: Callable[[], float] = time.time,
         engine: type[ContextCompressor] | Any = ContextCompressor,
+        metrics: Metrics | None = None,
     ) -> None:
+        self.metrics = metrics or Metrics()
         self._engine = engine
         self._store = store
         self._counter = counter
@@ -185,6 +188,7 @@ class SessionCompactor:
         result = await compressor.compress(
             messages, focus_topic=job.focus, force=job.force, pins=pins
         )
+        self.metrics.compressor_changed(before_state, compressor.state)
         await self._record_usage(session.chat_key, own_usage)
         outcome: str = result.outcome
         after_messages = len(active)
@@ -266,23 +270,23 @@ class SessionCompactor:
     async def _record_event(
         self, session: SessionRecord, report: CompactionReport, started: float
     ) -> None:
+        event = CompressionEvent(
+            chat_key=session.chat_key,
+            session_id=session.id,
+            trigger=report.trigger,
+            started_at=started,
+            ended_at=self._clock(),
+            outcome=report.outcome,
+            messages_before=report.messages_before,
+            messages_after=report.messages_after,
+            tokens_before=report.tokens_before,
+            tokens_after=report.tokens_after,
+            summary_tokens=self._counter.count_text(report.summary or ""),
+            error=report.error,
+        )
+        self.metrics.compaction_recorded(event)
         try:
-            await self._store.record_compression_event(
-                CompressionEvent(
-                    chat_key=session.chat_key,
-                    session_id=session.id,
-                    trigger=report.trigger,
-                    started_at=started,
-                    ended_at=self._clock(),
-                    outcome=report.outcome,
-                    messages_before=report.messages_before,
-                    messages_after=report.messages_after,
-                    tokens_before=report.tokens_before,
-                    tokens_after=report.tokens_after,
-                    summary_tokens=self._counter.count_text(report.summary or ""),
-                    error=report.error,
-                )
-            )
+            await self._store.record_compression_event(event)
         except Exception:
             log.exception("could not record compression event (session=%d)", session.id)
 

@@ -59,6 +59,9 @@ ENV_VARS: dict[str, str] = {
     "COMPACTBOT_CONTEXT_LENGTH": "model.context_length",
     "COMPACTBOT_DB": "storage.database",
     "COMPACTBOT_LOG_LEVEL": "logging.level",
+    "COMPACTBOT_LOG_FORMAT": "logging.format",
+    "COMPACTBOT_METRICS_LISTEN": "metrics.listen",
+    "COMPACTBOT_METRICS_CHAT_LABELS": "metrics.chat_labels",
 }
 CONFIG_PATH_ENV = "COMPACTBOT_CONFIG"
 # Secrets come from the environment only, so a config file can be shared or committed safely.
@@ -219,11 +222,34 @@ class StorageConfig(_Section):
 
 class LoggingConfig(_Section):
     level: Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"] = "INFO"
+    format: Literal["plain", "json"] = "plain"  # json: one object per line, for log shippers
 
     @field_validator("level", mode="before")
     @classmethod
     def _upper(cls, value: object) -> object:
         return value.upper() if isinstance(value, str) else value
+
+    @field_validator("format", mode="before")
+    @classmethod
+    def _lower(cls, value: object) -> object:
+        return value.lower() if isinstance(value, str) else value
+
+
+class MetricsConfig(_Section):
+    # host:port of /metrics, /healthz and /readyz; None: no operator port at all.
+    listen: Annotated[str, AfterValidator(check_host_port)] | None = None
+    # Chat keys as labels (compactbot_chat_*): one series per chat, so off unless asked for.
+    chat_labels: bool = False
+
+    @property
+    def host(self) -> str:
+        assert self.listen is not None
+        return self.listen.rpartition(":")[0].strip("[]")
+
+    @property
+    def port(self) -> int:
+        assert self.listen is not None
+        return int(self.listen.rpartition(":")[2])
 
 
 class ChatDefaults(_Section):
@@ -275,6 +301,7 @@ class Config(_Section):
     discord: DiscordConfig = DiscordConfig()
     storage: StorageConfig = StorageConfig()
     logging: LoggingConfig = LoggingConfig()
+    metrics: MetricsConfig = MetricsConfig()
     chat_defaults: ChatDefaults = ChatDefaults()
     bounds: Bounds = Bounds()
 

@@ -67,6 +67,7 @@ class Gateway:
         ):
             log.info("duplicate update ignored (chat=%s)", message.chat_key)
             return
+        self.services.metrics.message_received(message.platform, message.chat_key)
         if not self._allowed(message.chat_key):
             await self._refuse_chat(message, adapter)
             return
@@ -189,6 +190,7 @@ class Gateway:
         services = self.services
         message = pending.message
         target = ReplyTarget.for_message(message)
+        timer = services.metrics.turn_started(message.platform)
         await self._wait_for_compaction(pending.session_id)
         anchor = await self._hygiene(pending, settings, target)
         can_remember = not message.is_group or await self.is_admin(message, pending.adapter)
@@ -212,6 +214,7 @@ class Gateway:
             self._failure_noticed.pop(message.chat_key, None)
         elif result.error:
             await self._notice_failure(pending.adapter, target, message.chat_key, result.error)
+        timer.finished(answered=result.reply is not None)
 
     async def _hygiene(self, pending: _Pending, settings: ChatSettings, target: ReplyTarget) -> int:
         """Compact before the agent runs when the session is near full; fails open."""
@@ -307,6 +310,7 @@ class Gateway:
         try:
             await adapter.send(target, text)
         except DeliveryError:
+            self.services.metrics.send_failed(target.platform)
             # The text is already in the transcript (for replies); log so it is not lost silently.
             log.error("reply could not be delivered (chat=%s)", target.chat_key)
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
+from collections import deque
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
@@ -14,16 +16,20 @@ Job = Callable[[], Awaitable[None]]
 
 @dataclass(slots=True)
 class _Lane:
-    queue: asyncio.Queue[Job] = field(default_factory=asyncio.Queue)
+    # Each job with the (monotonic) time it was queued, for the oldest-wait metric and /readyz.
+    queue: deque[tuple[float, Job]] = field(default_factory=deque)
     worker: asyncio.Task[None] | None = None
 
 
 class LaneScheduler:
     """Runs jobs keyed by lane; a lane's worker exits (and its memory is freed) once idle."""
 
-    def __init__(self, max_concurrent: int = 32) -> None:
+    def __init__(
+        self, max_concurrent: int = 32, *, clock: Callable[[], float] = time.monotonic
+    ) -> None:
         if max_concurrent < 1:
             raise ValueError(f"max_concurrent must be >= 1, got {max_concurrent}")
+        self._clock = clock
         self._slots = asyncio.Semaphore(max_concurrent)
         self._lanes: dict[str, _Lane] = {}
         self._closed = False
@@ -32,6 +38,16 @@ class LaneScheduler:
     def active_lanes(self) -> int:
         return len(self._lanes)
 
+    @property
+    def queued_jobs(self) -> int:
+        """Jobs waiting for their turn (a lane's running job is not counted)."""
+        return sum(len(lane.queue) for lane in self._lanes.values())
+
+    def oldest_wait_seconds(self) -> float:
+        """How long the longest-waiting queued job has waited; 0 when nothing waits."""
+        heads = [lane.queue[0][0] for lane in self._lanes.values() if lane.queue]
+        return max(0.0, self._clock() - min(heads)) if heads else 0.0
+
     def submit(self, key: str, job: Job) -> None:
         """Queue `job` behind every earlier job of the same lane."""
         if self._closed:
@@ -39,15 +55,16 @@ class LaneScheduler:
         lane = self._lanes.get(key)
         if lane is None:
             lane = self._lanes[key] = _Lane()
-        lane.queue.put_nowait(job)
+        lane.queue.append((self._clock(), job))
         if lane.worker is None:
             lane.worker = asyncio.create_task(self._drain(key, lane), name=f"lane:{key}")
 
     async def _drain(self, key: str, lane: _Lane) -> None:
         try:
-            while not lane.queue.empty():
-                job = lane.queue.get_nowait()
+            while lane.queue:
                 async with self._slots:
+                    # Taken only once it can run: a job waiting for a slot still counts as queued.
+                    _, job = lane.queue.popleft()
                     try:
                         await job()
                     except asyncio.CancelledError:
@@ -57,7 +74,7 @@ class LaneScheduler:
                         log.exception("lane job failed (lane=%s)", key)
         finally:
             # Released only when empty: submit() after this point starts a fresh worker.
-            if lane.queue.empty() or self._closed:
+            if not lane.queue or self._closed:
                 self._lanes.pop(key, None)
             else:
                 lane.worker = asyncio.create_task(self._drain(key, lane), name=f"lane:{key}")

@@ -7,7 +7,7 @@ import datetime as dt
 import sys
 from collections import Counter
 
-from bot import chat_settings
+from bot import chat_settings, operator_views
 from bot.app import App
 from bot.chat_settings import SettingError
 from bot.config import Config
@@ -33,17 +33,23 @@ async def dispatch(command: str, args: argparse.Namespace, config: Config) -> in
     try:
         async with App(config, llm=llm) as app:
             handler = {
-                "chats": _chats,
+                "chats": _views if getattr(args, "top", None) else _chats,
                 "config": _config,
                 "compress": _compress,
                 "history": _history,
                 "stats": _stats,
+                "events": _views,
             }[command]
             await handler(app, args)
-    except (OperatorError, SettingError) as exc:
+    except (OperatorError, SettingError, operator_views.ViewError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return ERROR_EXIT_STATUS
     return 0
+
+
+async def _views(app: App, args: argparse.Namespace) -> None:
+    for line in await operator_views.show(app.services.store, args.command, args):
+        print(line)
 
 
 async def _require_chat(app: App, key: str | None) -> str:

@@ -151,6 +151,7 @@ class AgentRunner:
             )
             if tripped:
                 turn.notices.append(BREAKER_NOTICE)
+                self._compactor.metrics.breaker_paused()
             turn.replies.append(response)
             return response
 

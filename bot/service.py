@@ -30,6 +30,8 @@ class Platform(Protocol):
     async def start(self) -> None: ...
     async def stop(self) -> None: ...
     async def send(self, target: ReplyTarget, text: str) -> None: ...
+    @property
+    def connected(self) -> bool: ...
 
 
 def _platforms(config: Config, app: App) -> list[Platform]:
@@ -48,6 +50,7 @@ def _platforms(config: Config, app: App) -> list[Platform]:
 async def run(config: Config) -> int:
     """Serve every platform with a token until SIGINT/SIGTERM; the console room when none."""
     async with App(config) as app:
+        await app.start_operator_endpoint()
         platforms = _platforms(config, app)
         if not platforms:
             return await _console(app, room="main", admins=[CONSOLE_OWNER])
@@ -68,6 +71,7 @@ async def run(config: Config) -> int:
             for platform in platforms:
                 await platform.start()
                 started.append(platform)
+                app.readiness.watch_platform(platform)
             log.info("serving: %s", ", ".join(p.name for p in started))
             await stop.wait()
             log.info("shutting down")

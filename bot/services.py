@@ -11,6 +11,7 @@ from bot.chat_settings import ChatSettings
 from bot.compaction import SessionCompactor
 from bot.config import Config
 from bot.llm import LLMClient
+from bot.metrics import Metrics
 from bot.prompt import build_system_prompt
 from bot.runner import AgentRunner
 from bot.store.base import Store
@@ -38,6 +39,10 @@ class Services:
             self.runner = AgentRunner(
                 self.store, self.llm, self.compactor, self.counter, self.system_prompt_for
             )
+
+    @property
+    def metrics(self) -> Metrics:
+        return self.compactor.metrics
 
     @property
     def agent(self) -> AgentRunner:

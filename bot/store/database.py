@@ -5,7 +5,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import sqlite3
-from collections.abc import AsyncIterator, Sequence
+import time
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
 from types import TracebackType
@@ -32,6 +33,8 @@ class Database:
         self._reader: aiosqlite.Connection | None = None
         self._write_lock = asyncio.Lock()
         self.fts_tokenizer = UNICODE61
+        # Called with each committed transaction's seconds, waiting for the writer included.
+        self.on_commit: Callable[[float], None] | None = None
 
     @property
     def is_open(self) -> bool:
@@ -93,12 +96,15 @@ class Database:
     @asynccontextmanager
     async def transaction(self) -> AsyncIterator[aiosqlite.Connection]:
         """One BEGIN IMMEDIATE transaction; committed on exit, rolled back on any exception."""
+        started = time.perf_counter()
         async with self._write_lock:
             conn = _require(self._writer)
             try:
                 await conn.execute("BEGIN IMMEDIATE")
                 yield conn
                 await conn.execute("COMMIT")
+                if self.on_commit is not None:
+                    self.on_commit(time.perf_counter() - started)
             except BaseException:
                 # Even when cancelled mid-statement: aiosqlite runs statements in order, so this
                 # ROLLBACK follows whatever was in flight and no transaction outlives the lock.

@@ -56,6 +56,10 @@ class PostgresStore(PostgresBookkeeping):
         """Raw whole-table access, for `compactbot store copy`."""
         return PostgresTables(self._db)
 
+    def observe_commits(self, callback: Callable[[float], None]) -> None:
+        """`callback(seconds)` after every committed write transaction (the metrics hook)."""
+        self._db.on_commit = callback
+
     async def open(self) -> None:
         await self._db.open()
 

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator, Sequence
+import time
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any, TypeAlias
 from urllib.parse import parse_qsl, urlencode, urlsplit
@@ -41,6 +42,8 @@ class PostgresDatabase:
         self.dsn = dsn
         self._pool: asyncpg.Pool[asyncpg.Record] | None = None
         self.cjk_trigrams = True
+        # Called with each committed transaction's seconds, waiting for a connection included.
+        self.on_commit: Callable[[float], None] | None = None
 
     @property
     def is_open(self) -> bool:
@@ -85,8 +88,12 @@ class PostgresDatabase:
     @asynccontextmanager
     async def transaction(self) -> AsyncIterator[PooledConnection]:
         """One transaction on a pooled connection; committed on exit, rolled back on any error."""
-        async with _require(self._pool).acquire() as conn, conn.transaction():
-            yield conn
+        started = time.perf_counter()
+        async with _require(self._pool).acquire() as conn:
+            async with conn.transaction():
+                yield conn
+            if self.on_commit is not None:
+                self.on_commit(time.perf_counter() - started)
 
     async def fetchall(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
         return list(await _require(self._pool).fetch(sql, *params))

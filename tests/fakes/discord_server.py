@@ -77,6 +77,8 @@ class FakeDiscord:
             role_payload(self.moderator_role_id, "Moderators", MODERATOR_PERMISSIONS, 1),
         ]
         self._announced_roles: set[str] = set()
+        # The application's flags; 1 << 19 is GATEWAY_MESSAGE_CONTENT_LIMITED (intent enabled).
+        self.app_flags = 1 << 19
         self._failures: list[RestFailure] = []
         self._sockets: list[web.WebSocketResponse] = []
         self._seq = 0
@@ -397,5 +399,5 @@ class FakeDiscord:
             "bot_require_code_grant": False,
             "owner": owner,
             "verify_key": "0" * 64,
-            "flags": 0,
+            "flags": self.app_flags,
         }

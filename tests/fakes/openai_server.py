@@ -153,8 +153,11 @@ class FakeOpenAI:
         *,
         context_length: int = DEFAULT_CONTEXT_LENGTH,
         models: Sequence[str] = DEFAULT_MODELS,
+        api_key: str | None = None,
     ) -> None:
         self.responder = responder
+        # Set: every request without `Authorization: Bearer <api_key>` gets a 401, as OpenAI's.
+        self.api_key = api_key
         self.context_length = context_length
         self.models = tuple(models)
         self.requests: list[RecordedRequest] = []
@@ -205,8 +208,15 @@ class FakeOpenAI:
         self.requests.append(RecordedRequest(request.method, request.path, headers, body))
         return body if isinstance(body, dict) else None
 
+    def _refused(self, request: web.Request) -> web.Response | None:
+        if self.api_key is None or request.headers.get("Authorization") == f"Bearer {self.api_key}":
+            return None
+        return _error_response(Error.unauthorized())
+
     async def _chat(self, request: web.Request) -> web.StreamResponse:
         body = await self._record(request) or {}
+        if refused := self._refused(request):
+            return refused
         behaviour = self._queue.popleft() if self._queue else self.responder(body)
         if isinstance(behaviour, Hang):
             try:
@@ -291,6 +301,8 @@ class FakeOpenAI:
 
     async def _models(self, request: web.Request) -> web.Response:
         await self._record(request)
+        if refused := self._refused(request):
+            return refused
         return web.json_response(
             {"object": "list", "data": [self._model_card(m) for m in self.models]}
         )

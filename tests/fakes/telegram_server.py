@@ -97,6 +97,10 @@ class FakeTelegram:
         self.webhook: dict[str, Any] = {}
         self.commands: dict[str, list[dict[str, Any]]] = {}
         self.members: dict[tuple[int, int], dict[str, Any]] = {}
+        # getMe's privacy flag: False is BotFather's default (privacy mode on).
+        self.can_read_all_group_messages = False
+        # getWebhookInfo's last_error_message, as Telegram reports a failing webhook.
+        self.webhook_error: str | None = None
         self._failures: defaultdict[str, deque[Failure]] = defaultdict(deque)
         self._updates: list[dict[str, Any]] = []
         self._wakeup = asyncio.Event()
@@ -109,6 +113,7 @@ class FakeTelegram:
             "getMe": self._get_me,
             "deleteWebhook": self._delete_webhook,
             "setWebhook": self._set_webhook,
+            "getWebhookInfo": self._get_webhook_info,
             "getUpdates": self._get_updates,
             "sendMessage": self._send_message,
             "editMessageText": self._edit_message_text,
@@ -287,13 +292,23 @@ class FakeTelegram:
     async def _get_me(self, params: dict[str, Any]) -> dict[str, Any]:
         return self.bot.user() | {
             "can_join_groups": True,
-            "can_read_all_group_messages": False,
+            "can_read_all_group_messages": self.can_read_all_group_messages,
             "supports_inline_queries": False,
         }
 
     async def _set_webhook(self, params: dict[str, Any]) -> bool:
         self.webhook = dict(params)
         return True
+
+    async def _get_webhook_info(self, params: dict[str, Any]) -> dict[str, Any]:
+        info: dict[str, Any] = {
+            "url": str(self.webhook.get("url") or ""),
+            "has_custom_certificate": False,
+            "pending_update_count": len(self._updates),
+        }
+        if self.webhook_error is not None:
+            info |= {"last_error_date": int(time.time()), "last_error_message": self.webhook_error}
+        return info
 
     async def _delete_webhook(self, params: dict[str, Any]) -> bool:
         self.webhook = {}
