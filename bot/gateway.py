@@ -62,11 +62,6 @@ class Gateway:
     async def handle(self, message: InboundMessage, adapter: Adapter) -> None:
         """Store the message at once; answer it later in its chat's lane if it was addressed."""
         store = self.services.store
-        if message.update_id is not None and not await store.mark_update_processed(
-            message.platform, message.update_id
-        ):
-            log.info("duplicate update ignored (chat=%s)", message.chat_key)
-            return
         if not self._allowed(message.chat_key):
             await self._refuse_chat(message, adapter)
             return
@@ -88,12 +83,20 @@ class Gateway:
         lane = _lane_key(session)
         command = parse_command(message.text)
         if command is not None:
+            if message.update_id is not None and not await store.mark_update_processed(
+                message.platform, message.update_id
+            ):
+                log.info("duplicate update ignored (chat=%s)", message.chat_key)
+                return
             ctx = CommandContext(message, adapter, self, session.id, settings)
             self.lanes.submit(lane, lambda: self._run_command(ctx, command))
             return
         if not message.text.strip():
             return
         anchor_id = await self._store_user_message(message, session, settings)
+        if anchor_id is None:
+            log.info("duplicate update ignored (chat=%s)", message.chat_key)
+            return
         if not message.addressed:
             return
         refusal = await self._limit_refusal(message, settings)
@@ -145,7 +148,8 @@ class Gateway:
 
     async def _store_user_message(
         self, message: InboundMessage, session: SessionRecord, settings: ChatSettings
-    ) -> int:
+    ) -> int | None:
+        """The stored row's id; None for a redelivered update (dedup and insert are atomic)."""
         shared = message.is_group and settings.memory_scope == "shared"
         content = f"[{message.author_name}] {message.text}" if shared else message.text
         row = NewMessage(
@@ -156,8 +160,9 @@ class Gateway:
             author_name=message.author_name,
             platform_message_id=message.platform_message_id,
         )
-        (message_id,) = await self.services.store.append_messages(session.id, [row])
-        return message_id
+        update = (message.platform, message.update_id) if message.update_id is not None else None
+        ids = await self.services.store.append_messages(session.id, [row], processed_update=update)
+        return ids[0] if ids else None
 
     async def _limit_refusal(
         self, message: InboundMessage, settings: ChatSettings
