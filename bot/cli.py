@@ -11,6 +11,7 @@ from collections.abc import Sequence
 
 from bot.config import Config, exit_on_config_error, load_config
 from bot.dotenv import read_dotenv
+from bot.log_redaction import install_log_redaction
 
 log = logging.getLogger("compactbot")
 
@@ -59,9 +60,11 @@ def configure_logging(config: Config, *, interactive: bool) -> None:
         stream=sys.stderr,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
-    # httpx logs full request URLs at INFO; Telegram URLs embed the bot token.
+    # httpx logs full request URLs at INFO; Telegram URLs embed the bot token. The filter below
+    # masks them anyway; this keeps the noise out.
     logging.getLogger("httpx").setLevel(logging.WARNING)
     logging.getLogger("httpcore").setLevel(logging.WARNING)
+    install_log_redaction(config.secret_values())
 
 
 def main(argv: Sequence[str] | None = None) -> None:

@@ -8,7 +8,7 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated, Any, Literal
-from urllib.parse import urlsplit
+from urllib.parse import unquote, urlsplit
 
 import yaml
 from pydantic import (
@@ -34,6 +34,7 @@ from bot.config_values import (
     check_webhook_secret,
     check_window,
 )
+from compression.redact import redact
 
 DEFAULT_CONFIG_FILE = Path("config.yaml")
 DEFAULT_DB = "./data/compactbot.db"
@@ -100,6 +101,9 @@ def _shown(key: str, value: object) -> str:
         return "'***'"
     if key in _URL_KEYS and isinstance(value, str):
         value = _without_credentials(value)
+    # A token pasted into the wrong setting must not be echoed by the line that rejects it.
+    if isinstance(value, str) and redact(value) != value:
+        return "'***'"
     text = repr(value)
     return (
         text if len(text) <= _MAX_SHOWN_VALUE_CHARS else text[: _MAX_SHOWN_VALUE_CHARS - 3] + "..."
@@ -273,6 +277,21 @@ class Config(_Section):
     logging: LoggingConfig = LoggingConfig()
     chat_defaults: ChatDefaults = ChatDefaults()
     bounds: Bounds = Bounds()
+
+    def secret_values(self) -> list[str]:
+        """Every configured credential (tokens, keys, URL passwords), for the log filter."""
+        secrets = (
+            self.telegram.token,
+            self.telegram.webhook_secret,
+            self.discord.token,
+            self.model.api_key,
+        )
+        values = [s.get_secret_value() for s in secrets if s is not None]
+        for url in (self.model.base_url, self.telegram.api_base_url, self.telegram.webhook_url):
+            password = urlsplit(url).password if url else None
+            if password:
+                values += [password, unquote(password)]
+        return values
 
     @model_validator(mode="after")
     def _consistent(self) -> Config:
