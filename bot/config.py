@@ -147,6 +147,10 @@ class ModelConfig(_Section):
     context_length: Annotated[int, Field(ge=256)] | None = None  # None: ask the endpoint
     max_tokens: PositiveInt | None = None
     request_timeout_seconds: PositiveFloat = 60.0
+    # One reply call, retries included, ends within this; the chat is told at once after it.
+    reply_deadline_seconds: PositiveFloat = 30.0
+    # One summary request (the fallback model gets its own); compaction fails open after it.
+    summary_timeout_seconds: PositiveFloat = 60.0
     max_retries: Annotated[int, Field(ge=0, le=10)] = 2
     base_url: HttpUrl = None  # None with no api_key: the built-in offline model
     api_key: SecretStr | None = None

@@ -11,6 +11,7 @@ from bot.chat_settings import ChatSettings
 from bot.commands import CommandContext, parse_command, run_command
 from bot.compaction import CompactionReport
 from bot.events import Adapter, DeliveryError, InboundMessage, ReplyTarget
+from bot.failure_notices import FailureNotices
 from bot.lanes import LaneScheduler
 from bot.limits import RATE_WINDOW_SECONDS, NoticeGate, RateLimiter, budget_exceeded, utc_day
 from bot.runner import TurnRequest
@@ -20,8 +21,6 @@ from compression.hygiene import hygiene_reason
 
 log = logging.getLogger(__name__)
 
-# Don't repeat "I can't answer" in a chat more often than this while the model stays down.
-FAILURE_NOTICE_INTERVAL_SECONDS = 600.0
 LOCK_POLL_SECONDS = 0.05
 ALLOWLIST_NOTICE_PLATFORM = "allowlist-notice"
 KNOWN_CHATS_MAX = 100_000
@@ -53,7 +52,7 @@ class Gateway:
         self._rate = RateLimiter(clock=services.clock)
         self._rate_notices = NoticeGate(RATE_WINDOW_SECONDS, clock=services.clock)
         self._budget_notices = NoticeGate(BUDGET_NOTICE_INTERVAL_SECONDS, clock=services.clock)
-        self._failure_noticed: dict[str, float] = {}
+        self._failure_notices = FailureNotices(clock=services.clock)
         self._known_chats: set[tuple[str, str | None, str | None, bool]] = set()
         self._background: set[asyncio.Task[CompactionReport]] = set()
         # Called with a chat key after /config changes it (the overnight scheduler listens).
@@ -214,7 +213,7 @@ class Gateway:
         if result.reply is not None:
             await self._store_reply(pending.session_id, result.reply)
             await self._send(pending.adapter, target, result.reply or "…")
-            self._failure_noticed.pop(message.chat_key, None)
+            self._failure_notices.recovered(message.chat_key)
         elif result.error:
             await self._notice_failure(pending.adapter, target, message.chat_key, result.error)
 
@@ -287,12 +286,7 @@ class Gateway:
     async def _notice_failure(
         self, adapter: Adapter, target: ReplyTarget, chat_key: str, text: str
     ) -> None:
-        now = self.services.clock()
-        last = self._failure_noticed.get(chat_key)
-        if last is not None and now - last < FAILURE_NOTICE_INTERVAL_SECONDS:
-            return
-        self._failure_noticed[chat_key] = now
-        await self._send(adapter, target, text)
+        await self._send(adapter, target, self._failure_notices.notice_for(chat_key, text))
 
     async def is_admin(self, message: InboundMessage, adapter: Adapter) -> bool:
         operators = self.services.config.gateway.operators
