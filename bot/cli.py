@@ -48,6 +48,9 @@ def build_parser() -> argparse.ArgumentParser:
     history.add_argument("--all", action="store_true", help="include archived rows")
 
     sub.add_parser("stats", help="totals and compaction outcomes")
+
+    deadletters = sub.add_parser("deadletters", help="updates that could not be ingested")
+    deadletters.add_argument("--limit", type=int, default=50, help="newest first, this many")
     return parser
 
 
