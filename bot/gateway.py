@@ -14,6 +14,7 @@ from bot.events import Adapter, DeliveryError, InboundMessage, ReplyTarget
 from bot.failure_notices import FailureNotices
 from bot.lanes import LaneScheduler
 from bot.limits import RATE_WINDOW_SECONDS, NoticeGate, RateLimiter, budget_exceeded, utc_day
+from bot.markdown_escape import escape_markdown
 from bot.runner import TurnRequest
 from bot.services import Services
 from bot.store.base import NewMessage, SessionRecord
@@ -170,7 +171,8 @@ class Gateway:
         member = (message.chat_key, message.author_id)
         if message.is_group and not self._rate.allow(member, settings.user_rate_limit_per_minute):
             return _Refusal(
-                f"{message.author_name}, you're sending messages faster than I can answer; "
+                f"{escape_markdown(message.author_name)}, you're sending messages faster than "
+                "I can answer; "
                 "please slow down a little.",
                 say=self._rate_notices.first(member),
             )
