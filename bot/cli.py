@@ -11,7 +11,7 @@ from collections.abc import Sequence
 
 from bot.config import Config, exit_on_config_error, load_config
 from bot.dotenv import read_dotenv
-from bot.log_redaction import install_log_redaction
+from bot.log_redaction import config_secrets, install_log_redaction
 
 log = logging.getLogger("compactbot")
 
@@ -67,7 +67,7 @@ def configure_logging(config: Config, *, interactive: bool) -> None:
     # masks them anyway; this keeps the noise out.
     logging.getLogger("httpx").setLevel(logging.WARNING)
     logging.getLogger("httpcore").setLevel(logging.WARNING)
-    install_log_redaction(config.secret_values())
+    install_log_redaction(config_secrets(config))
 
 
 def main(argv: Sequence[str] | None = None) -> None:

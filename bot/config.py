@@ -8,7 +8,7 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated, Any, Literal
-from urllib.parse import unquote, urlsplit
+from urllib.parse import urlsplit
 
 import yaml
 from pydantic import (
@@ -281,21 +281,6 @@ class Config(_Section):
     logging: LoggingConfig = LoggingConfig()
     chat_defaults: ChatDefaults = ChatDefaults()
     bounds: Bounds = Bounds()
-
-    def secret_values(self) -> list[str]:
-        """Every configured credential (tokens, keys, URL passwords), for the log filter."""
-        secrets = (
-            self.telegram.token,
-            self.telegram.webhook_secret,
-            self.discord.token,
-            self.model.api_key,
-        )
-        values = [s.get_secret_value() for s in secrets if s is not None]
-        for url in (self.model.base_url, self.telegram.api_base_url, self.telegram.webhook_url):
-            password = urlsplit(url).password if url else None
-            if password:
-                values += [password, unquote(password)]
-        return values
 
     @model_validator(mode="after")
     def _consistent(self) -> Config:

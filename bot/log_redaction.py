@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable
+from urllib.parse import unquote, urlsplit
 
+from bot.config import Config
 from compression.redact import REDACTED, redact
 
 # Shorter configured values are not masked verbatim: "abc" would shred ordinary words.
@@ -46,6 +48,23 @@ class RedactingFilter(logging.Filter):
         if record.stack_info:
             record.stack_info = self.clean(record.stack_info)
         return True
+
+
+def config_secrets(config: Config) -> list[str]:
+    """Every configured credential: tokens, keys, the webhook secret, passwords in URLs."""
+    secrets = (
+        config.telegram.token,
+        config.telegram.webhook_secret,
+        config.discord.token,
+        config.model.api_key,
+    )
+    values = [s.get_secret_value() for s in secrets if s is not None]
+    urls = (config.model.base_url, config.telegram.api_base_url, config.telegram.webhook_url)
+    for url in urls:
+        password = urlsplit(url).password if url else None
+        if password:
+            values += [password, unquote(password)]
+    return values
 
 
 def install_log_redaction(secrets: Iterable[str] = ()) -> RedactingFilter:

@@ -21,7 +21,7 @@ from bot.store.base import (
     SessionRecord,
     StoredMessage,
 )
-from bot.store.bookkeeping import Bookkeeping
+from bot.store.bookkeeping import Bookkeeping, mark_processed
 from bot.store.database import Database, one
 from bot.store.dead_letters import DeadLetters
 from bot.store.migrations import TRIGRAM
@@ -233,14 +233,8 @@ class SqliteStore(Bookkeeping, DeadLetters):
             return []
         now = self._clock()
         async with self._db.transaction() as conn:
-            if processed_update is not None:
-                marked = await conn.execute(
-                    "INSERT OR IGNORE INTO processed_updates(platform, update_id, seen_at)"
-                    " VALUES (?, ?, ?)",
-                    (*processed_update, now),
-                )
-                if marked.rowcount != 1:
-                    return []  # a redelivery: the first delivery's rows are already stored
+            if processed_update and not await mark_processed(conn, *processed_update, now):
+                return []  # a redelivery: the first delivery's rows are already stored
             cur = await conn.execute(
                 "UPDATE sessions SET active_tokens = active_tokens + ?,"
                 " active_messages = active_messages + ?, last_activity_at = ? WHERE id = ?",
