@@ -172,8 +172,7 @@ class Gateway:
         if message.is_group and not self._rate.allow(member, settings.user_rate_limit_per_minute):
             return _Refusal(
                 f"{escape_markdown(message.author_name)}, you're sending messages faster than "
-                "I can answer; "
-                "please slow down a little.",
+                "I can answer; please slow down a little.",
                 say=self._rate_notices.first(member),
             )
         now = self.services.clock()
