@@ -51,3 +51,37 @@ async def test_two_minute_model_hang_notices_within_the_deadline_and_answers_eve
     assert len(texts) == QUEUED_QUESTIONS + 1 and texts[-1].startswith("fake reply")
     # One request per question: a hang is never retried, whatever max_retries says.
     assert len(fake.completions) == QUEUED_QUESTIONS + 1
+
+
+async def test_hanging_summary_model_fails_within_its_timeout_with_one_request(
+    tmp_path: Path,
+) -> None:
+    sections = {"model": {"summary_timeout_seconds": DEADLINE_SECONDS}}
+    async with FakeOpenAI() as fake:
+        config = yaml_config(tmp_path, sections, endpoint_env(fake.base_url, context_length=32_000))
+        async with running_app(config) as app:
+            adapter = RecordingAdapter()
+            for i in range(30):
+                await app.gateway.handle(
+                    group_message(f"note {i} about the release", addressed=False), adapter
+                )
+            services = app.services
+            session = await services.store.active_session("test:g1")
+            settings = await services.settings_for("test:g1")
+            fake.script(Hang(HANG_SECONDS))
+            started = time.monotonic()
+            report = await services.compactor.compact(
+                session.id,
+                trigger="manual",
+                settings=services.compaction_settings(settings),
+                system_prompt=await services.system_prompt_for("test:g1"),
+                force=True,
+            )
+            elapsed = time.monotonic() - started
+            rows = await services.store.load_history("test:g1")
+
+    assert elapsed < DEADLINE_SECONDS + SLACK_SECONDS, elapsed
+    assert len(fake.completions) == 1  # the hang was not retried
+    # The compaction fell back or gave up; either way every message is still there.
+    assert report.outcome in ("fallback", "aborted", "error"), report.outcome
+    assert sum(1 for r in rows if r.role == "user") == 30
