@@ -23,6 +23,7 @@ from compression.hygiene import hygiene_reason
 log = logging.getLogger(__name__)
 
 LOCK_POLL_SECONDS = 0.05
+TURN_FAILED = "Something went wrong while answering. Your message is saved; try again shortly."
 ALLOWLIST_NOTICE_PLATFORM = "allowlist-notice"
 KNOWN_CHATS_MAX = 100_000
 # The budget notice is keyed by UTC day, so this only bounds how long a day's key is kept.
@@ -105,7 +106,7 @@ class Gateway:
                 await self._send(adapter, ReplyTarget.for_message(message), refusal.text)
             return
         pending = _Pending(message, adapter, session.id, anchor_id)
-        self.lanes.submit(lane, lambda: self._answer(pending, settings))
+        self.lanes.submit(lane, lambda: self._answer_or_notice(pending, settings))
 
     async def settings_changed(self, chat_key: str) -> None:
         for listener in self.settings_listeners:
@@ -189,6 +190,16 @@ class Gateway:
         name, args = command
         for reply in await run_command(name, args, ctx):
             await self._send(ctx.adapter, ReplyTarget.for_message(ctx.message), reply)
+
+    async def _answer_or_notice(self, pending: _Pending, settings: ChatSettings) -> None:
+        """A turn that breaks in an unexpected way still leaves the asker a notice."""
+        try:
+            await self._answer(pending, settings)
+        except Exception:
+            message = pending.message
+            log.exception("turn failed (chat=%s)", message.chat_key)
+            target = ReplyTarget.for_message(message)
+            await self._notice_failure(pending.adapter, target, message.chat_key, TURN_FAILED)
 
     async def _answer(self, pending: _Pending, settings: ChatSettings) -> None:
         services = self.services

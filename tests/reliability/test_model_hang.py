@@ -85,3 +85,26 @@ async def test_hanging_summary_model_fails_within_its_timeout_with_one_request(
     # The compaction fell back or gave up; either way every message is still there.
     assert report.outcome in ("fallback", "aborted", "error"), report.outcome
     assert sum(1 for r in rows if r.role == "user") == 30
+
+
+class BrokenModel:
+    """A model client that fails in a way no error class foresaw."""
+
+    model = "broken"
+    offline = False
+
+    async def complete(self, messages: object, **kwargs: object) -> object:
+        raise RuntimeError("unforeseen")
+
+
+async def test_a_turn_that_breaks_unexpectedly_still_gets_a_notice(tmp_path: Path) -> None:
+    config = yaml_config(tmp_path, {})
+    async with running_app(config, llm=BrokenModel()) as app:  # type: ignore[arg-type]
+        adapter = RecordingAdapter()
+        for i in range(2):
+            await app.gateway.handle(group_message(f"@bot question {i}"), adapter)
+        await app.gateway.lanes.join()
+
+    texts = adapter.texts()
+    assert len(texts) == 2 and "Your message is saved" in texts[0]
+    assert texts[1] == REPEAT_NOTICE
