@@ -65,8 +65,9 @@ def configure_logging(config: Config, *, interactive: bool) -> None:
     )
     # httpx logs full request URLs at INFO; Telegram URLs embed the bot token. The filter below
     # masks them anyway; this keeps the noise out.
-    logging.getLogger("httpx").setLevel(logging.WARNING)
-    logging.getLogger("httpcore").setLevel(logging.WARNING)
+    # openai 3.x talks through httpx2 / httpcore2, which log every request the same way.
+    for name in ("httpx", "httpcore", "httpx2", "httpcore2"):
+        logging.getLogger(name).setLevel(logging.WARNING)
     install_log_redaction(config_secrets(config))
 
 
