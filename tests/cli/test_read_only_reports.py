@@ -100,3 +100,19 @@ def test_console_survives_an_invalid_utf8_byte_and_answers_every_line(tmp_path: 
     assert "first \ufffd\ufffd bad bytes" in history.stdout
     assert "second line" in history.stdout
     assert len(bot_lines(run.stdout.decode())) >= 2
+
+
+async def test_deadletters_lists_what_could_not_be_ingested_newest_first(tmp_path: Path) -> None:
+    from bot.store.sqlite import SqliteStore
+
+    async with SqliteStore(tmp_path / "bot.db") as store:
+        await store.record_dead_letter("telegram", "41", "unparseable: KeyError: 'date'", "{}")
+        payload = '{"update_id": 42, "message": {"text": "' + "x" * 500 + '"}}'
+        await store.record_dead_letter("telegram", "42", "failed: OSError: disk", payload)
+    run = compactbot(tmp_path, "deadletters")
+    assert run.returncode == 0, run.stderr
+    lines = run.stdout.splitlines()
+    assert lines[0].startswith("#2 telegram update 42 ") and "OSError: disk" in lines[0]
+    assert lines[1].strip().startswith('{"update_id": 42') and lines[1].endswith("…")
+    assert lines[2].startswith("#1 telegram update 41 ") and "KeyError" in lines[2]
+    assert len(compactbot(tmp_path, "deadletters", "--limit", "1").stdout.splitlines()) == 2
