@@ -12,6 +12,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from bot.store.sqlite import SqliteStore
 from tests.cli.test_console_and_operator import bot_lines, compactbot, env_for
 
 REPORTS = (("chats",), ("history", "console:r"), ("stats",), ("deadletters",))
@@ -103,8 +104,6 @@ def test_console_survives_an_invalid_utf8_byte_and_answers_every_line(tmp_path: 
 
 
 async def test_deadletters_lists_what_could_not_be_ingested_newest_first(tmp_path: Path) -> None:
-    from bot.store.sqlite import SqliteStore
-
     async with SqliteStore(tmp_path / "bot.db") as store:
         await store.record_dead_letter("telegram", "41", "unparseable: KeyError: 'date'", "{}")
         payload = '{"update_id": 42, "message": {"text": "' + "x" * 500 + '"}}'
