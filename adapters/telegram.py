@@ -1,7 +1,10 @@
-"""The Telegram platform: python-telegram-bot's lifecycle, inbound updates, admin checks, replies.
+"""The Telegram platform: python-telegram-bot's Bot, inbound updates, admin checks, replies.
 
-Decisions about an update live in `adapters/telegram_gating.py` (pure); sending, fallbacks and
-retries in `adapters/telegram_delivery.py`. The token never reaches a log line or an exception
+Updates arrive through our own ingress, which acknowledges only what is stored: the getUpdates
+loop in `adapters/telegram_polling.py` or the endpoint in `adapters/telegram_webhook.py`, both
+through `adapters/telegram_ingest.py`. Decisions about an update live in
+`adapters/telegram_gating.py` (pure); sending, fallbacks and retries in
+`adapters/telegram_delivery.py`. The token never reaches a log line or an exception
 message from here: PTB's own InvalidToken text contains it, so start-up errors are redacted.
 """
 
