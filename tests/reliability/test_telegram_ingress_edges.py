@@ -239,3 +239,26 @@ async def test_unknown_chat_type_is_treated_as_a_group_where_only_admins_command
     assert chat is not None and chat.is_group
     assert fake_telegram.calls_to("getChatMember")
     assert "admin" in reply.text.lower()
+
+
+async def test_chunked_webhook_body_without_a_length_is_cut_off_at_the_limit(
+    tmp_path: Path,
+    fake_telegram: FakeTelegram,  # noqa: F811
+    free_port: int,  # noqa: F811
+) -> None:
+    async def chunks() -> AsyncIterator[bytes]:
+        yield b'{"update_id": 1, "message": "'
+        for _ in range(8):
+            yield b"x" * CHUNK_BYTES
+
+    url = f"http://127.0.0.1:{free_port}{HOOK_PATH}"
+    headers = {"X-Telegram-Bot-Api-Secret-Token": SECRET, "Content-Type": "application/json"}
+    async with telegram_bot(tmp_path, fake_telegram, webhook_env(free_port)) as app:
+        async with (
+            aiohttp.ClientSession() as session,
+            session.post(url, data=chunks(), headers=headers) as response,
+        ):
+            status = response.status
+        assert await app.services.store.list_dead_letters() == []
+
+    assert status == 413
