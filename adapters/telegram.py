@@ -1,7 +1,10 @@
-"""The Telegram platform: python-telegram-bot's lifecycle, inbound updates, admin checks, replies.
+"""The Telegram platform: python-telegram-bot's Bot, inbound updates, admin checks, replies.
 
-Decisions about an update live in `adapters/telegram_gating.py` (pure); sending, fallbacks and
-retries in `adapters/telegram_delivery.py`. The token never reaches a log line or an exception
+Updates arrive through our own ingress, which acknowledges only what is stored: the getUpdates
+loop in `adapters/telegram_polling.py` or the endpoint in `adapters/telegram_webhook.py`, both
+through `adapters/telegram_ingest.py`. Decisions about an update live in
+`adapters/telegram_gating.py` (pure); sending, fallbacks and retries in
+`adapters/telegram_delivery.py`. The token never reaches a log line or an exception
 message from here: PTB's own InvalidToken text contains it, so start-up errors are redacted.
 """
 
@@ -26,7 +29,7 @@ from telegram import (
     Update,
 )
 from telegram.error import TelegramError
-from telegram.ext import AIORateLimiter, Application, ApplicationBuilder, TypeHandler
+from telegram.ext import AIORateLimiter, Application, ApplicationBuilder
 
 from adapters.telegram_delivery import TelegramSender
 from adapters.telegram_gating import (
@@ -39,6 +42,9 @@ from adapters.telegram_gating import (
     skip_reason,
     to_inbound,
 )
+from adapters.telegram_ingest import UpdateIngest
+from adapters.telegram_polling import UpdatePoller
+from adapters.telegram_webhook import WebhookServer
 from bot.config import Config, TelegramConfig
 from bot.events import DeliveryError, InboundMessage, ReplyTarget
 from bot.gateway import Gateway
@@ -116,7 +122,11 @@ class TelegramPlatform:
         self._config = config.telegram
         self._gateway = gateway
         self._application = _build_application(config.telegram)
-        self._application.add_handler(TypeHandler(Update, self._on_update))
+        self._ingest = UpdateIngest(
+            self._application.bot, self._handle_update, gateway.services.store
+        )
+        self._poller: UpdatePoller | None = None
+        self._webhook: WebhookServer | None = None
         self._sender = TelegramSender(self._application.bot, metrics=gateway.services.metrics)
         self._admins = AdminCache(config.gateway.admin_cache_seconds, clock)
         self._me: BotSelf | None = None
@@ -132,9 +142,8 @@ class TelegramPlatform:
             bot = app.bot
             self._me = BotSelf(bot.id, bot.username)
             await self._set_commands()
-            await app.start()
             mode = await self._start_updates()
-        except TelegramError as exc:
+        except (TelegramError, OSError) as exc:
             await self.stop()
             raise TelegramStartError(f"telegram: {self._redact(str(exc))}") from None
         log.info("telegram: %s as @%s", mode, self._me.username)
@@ -142,36 +151,47 @@ class TelegramPlatform:
     @property
     def connected(self) -> bool:
         """Taking updates: polling or the webhook server is running (for /readyz)."""
-        app = self._application
-        return app.running and app.updater is not None and app.updater.running
+        if self._poller is not None:
+            return self._poller.running
+        return self._webhook is not None and self._webhook.running
 
     async def stop(self) -> None:
         """Stop taking updates, let replies in flight finish briefly, shut down; idempotent."""
-        app = self._application
-        if app.updater is not None and app.updater.running:
-            await app.updater.stop()
+        receiving = self._poller is not None or self._webhook is not None
+        if self._poller is not None:
+            await self._poller.stop()
+            self._poller = None
+        if self._webhook is not None:
+            await self._webhook.stop()
+            self._webhook = None
+        if receiving:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._gateway.lanes.join(), STOP_DRAIN_SECONDS)
-        if app.running:
-            await app.stop()
         self._stopped = True
-        await app.shutdown()
+        await self._application.shutdown()
 
     async def _start_updates(self) -> str:
-        updater = self._application.updater
-        assert updater is not None  # the builder always creates one unless told otherwise
+        bot = self._application.bot
         allowed = [Update.MESSAGE]  # edits, channel posts, reactions: nothing we act on
         url = self._config.webhook_url
         if url is None:
-            await updater.start_polling(drop_pending_updates=False, allowed_updates=allowed)
+            await bot.delete_webhook(drop_pending_updates=False)
+            self._poller = UpdatePoller(bot, self._ingest, allowed_updates=allowed)
+            self._poller.start()
             return "polling"
         secret = self._config.webhook_secret
-        await updater.start_webhook(
-            listen=self._config.webhook_host,
-            port=self._config.webhook_port,
-            url_path=urlsplit(url).path.lstrip("/"),
-            webhook_url=url,
-            secret_token=secret.get_secret_value() if secret is not None else None,
+        assert secret is not None  # the config refuses a webhook URL without a secret
+        self._webhook = WebhookServer(
+            self._config.webhook_host,
+            self._config.webhook_port,
+            urlsplit(url).path,
+            secret.get_secret_value(),
+            self._ingest.ingest,
+        )
+        await self._webhook.start()
+        await bot.set_webhook(
+            url,
+            secret_token=secret.get_secret_value(),
             allowed_updates=allowed,
             drop_pending_updates=False,
         )
@@ -195,14 +215,8 @@ class TelegramPlatform:
 
     # --- inbound -----------------------------------------------------------------------
 
-    async def _on_update(self, update: Update, context: object) -> None:
-        """One update at a time (PTB's default), so a chat's messages are stored in order."""
-        try:
-            await self._handle_update(update)
-        except Exception:
-            log.exception("telegram: update %s failed", update.update_id)
-
     async def _handle_update(self, update: Update) -> None:
+        """Returns once the update is stored (or needs nothing); raises when it was not."""
         reason = skip_reason(update)
         if reason is not None:
             log.debug("telegram: update %s skipped: %s", update.update_id, reason)
@@ -283,6 +297,7 @@ def _build_application(config: TelegramConfig) -> Application:
         .token(config.token.get_secret_value())
         .rate_limiter(AIORateLimiter(max_retries=0))  # throttles; TelegramSender handles 429
         .job_queue(None)  # PTB would start an APScheduler we never use
+        .updater(None)  # our own polling loop and webhook acknowledge only what is stored
     )
     if config.api_base_url:
         base = config.api_base_url.rstrip("/")

@@ -16,7 +16,6 @@ from bot.events import InboundMessage, chat_key
 PLATFORM = "telegram"
 # Telegram requires every bot username to end in "bot"; a mention of one is a command to it.
 BOT_USERNAME_SUFFIX = "bot"
-GROUP_CHAT_TYPES = frozenset({Chat.GROUP, Chat.SUPERGROUP})
 _ADDRESS_ENTITIES = (MessageEntity.MENTION, MessageEntity.TEXT_MENTION, MessageEntity.BOT_COMMAND)
 
 
@@ -125,7 +124,8 @@ def to_inbound(message: Message, update_id: int, *, addressed: bool) -> InboundM
         author_name=author_name,
         text=message.text or "",
         addressed=addressed,
-        is_group=chat.type in GROUP_CHAT_TYPES,
+        # A chat type this code does not know (Telegram adds some) is a group: admins only.
+        is_group=chat.type != Chat.PRIVATE,
         thread_id=thread_id,
         platform_message_id=str(message.message_id),
         update_id=str(update_id),

@@ -25,6 +25,8 @@ _RULE_RE = re.compile(r"^ {0,3}([-*_])(?:[ \t]*\1){2,}[ \t]*$")
 # not contain its own delimiter, so a failed match stops at the next one: linear, not quadratic,
 # on LLM output full of unmatched "*".
 _INLINE_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
+    # A backslash before ASCII punctuation makes it literal (CommonMark); display names rely on it.
+    ("escape", re.compile(r"\\([!-/:-@\[-`{-~])")),
     ("code", re.compile(r"(`+)(.+?)(?<!`)\1(?!`)")),
     ("link", re.compile(r"\[([^\[\]\n]+)\]\(\s*([^\s()]+(?:\([^\s()]*\)[^\s()]*)*)\s*\)")),
     ("autolink", re.compile(r"<((?:https?|tg|mailto):[^<>\s]+)>")),
@@ -142,6 +144,8 @@ def render_inline(text: str) -> str:
 
 
 def _render_match(kind: str, match: re.Match[str]) -> str:
+    if kind == "escape":
+        return escape(match.group(1))
     if kind == "code":
         return f"<code>{escape(match.group(2).strip() or match.group(2))}</code>"
     if kind == "link":

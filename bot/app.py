@@ -31,7 +31,6 @@ log = logging.getLogger(__name__)
 
 # Summaries are one long call; a dead endpoint should fail fast rather than hold the chat.
 SUMMARY_CLIENT_RETRIES = 1
-SUMMARY_TIMEOUT_SECONDS = 120.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -177,6 +176,7 @@ class App:
             model=model.name,
             timeout_seconds=model.request_timeout_seconds,
             max_retries=model.max_retries,
+            deadline_seconds=model.reply_deadline_seconds,
         )
 
     async def _context_length(self, llm: LLMClient) -> tuple[int, str]:
@@ -217,7 +217,7 @@ class App:
             api_key=_secret(model.api_key) or "not-needed",
             base_url=model.base_url,
             max_retries=SUMMARY_CLIENT_RETRIES,
-            timeout=SUMMARY_TIMEOUT_SECONDS,
+            timeout=model.summary_timeout_seconds,
         )
         client = self._openai
         summary_model = model.summary_model or model.name
@@ -227,7 +227,7 @@ class App:
                 client,
                 summary_model,
                 fallback_model=model.name if summary_model != model.name else None,
-                timeout_seconds=SUMMARY_TIMEOUT_SECONDS,
+                timeout_seconds=model.summary_timeout_seconds,
                 on_usage=sink,
             )
             return TimedSummarizer(summarizer, self.metrics)

@@ -35,6 +35,7 @@ from bot.config_values import (
     check_webhook_secret,
     check_window,
 )
+from compression.redact import redact
 
 DEFAULT_CONFIG_FILE = Path("config.yaml")
 DEFAULT_DB = "./data/compactbot.db"
@@ -106,6 +107,9 @@ def _shown(key: str, value: object) -> str:
         return "'***'"
     if key in _URL_KEYS and isinstance(value, str):
         value = _without_credentials(value)
+    # A token pasted into the wrong setting must not be echoed by the line that rejects it.
+    if isinstance(value, str) and redact(value) != value:
+        return "'***'"
     text = repr(value)
     return (
         text if len(text) <= _MAX_SHOWN_VALUE_CHARS else text[: _MAX_SHOWN_VALUE_CHARS - 3] + "..."
@@ -149,6 +153,10 @@ class ModelConfig(_Section):
     context_length: Annotated[int, Field(ge=256)] | None = None  # None: ask the endpoint
     max_tokens: PositiveInt | None = None
     request_timeout_seconds: PositiveFloat = 60.0
+    # One reply call, retries included, ends within this; the chat is told at once after it.
+    reply_deadline_seconds: PositiveFloat = 30.0
+    # One summary request (the fallback model gets its own); compaction fails open after it.
+    summary_timeout_seconds: PositiveFloat = 60.0
     max_retries: Annotated[int, Field(ge=0, le=10)] = 2
     base_url: HttpUrl = None  # None with no api_key: the built-in offline model
     api_key: SecretStr | None = None

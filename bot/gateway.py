@@ -11,8 +11,10 @@ from bot.chat_settings import ChatSettings
 from bot.commands import CommandContext, parse_command, run_command
 from bot.compaction import CompactionReport
 from bot.events import Adapter, DeliveryError, InboundMessage, ReplyTarget
+from bot.failure_notices import FailureNotices
 from bot.lanes import LaneScheduler
 from bot.limits import RATE_WINDOW_SECONDS, NoticeGate, RateLimiter, budget_exceeded, utc_day
+from bot.markdown_escape import escape_markdown
 from bot.runner import TurnRequest
 from bot.services import Services
 from bot.store.base import NewMessage, SessionRecord
@@ -20,9 +22,8 @@ from compression.hygiene import hygiene_reason
 
 log = logging.getLogger(__name__)
 
-# Don't repeat "I can't answer" in a chat more often than this while the model stays down.
-FAILURE_NOTICE_INTERVAL_SECONDS = 600.0
 LOCK_POLL_SECONDS = 0.05
+TURN_FAILED = "Something went wrong while answering. Your message is saved; try again shortly."
 ALLOWLIST_NOTICE_PLATFORM = "allowlist-notice"
 KNOWN_CHATS_MAX = 100_000
 # The budget notice is keyed by UTC day, so this only bounds how long a day's key is kept.
@@ -53,7 +54,7 @@ class Gateway:
         self._rate = RateLimiter(clock=services.clock)
         self._rate_notices = NoticeGate(RATE_WINDOW_SECONDS, clock=services.clock)
         self._budget_notices = NoticeGate(BUDGET_NOTICE_INTERVAL_SECONDS, clock=services.clock)
-        self._failure_noticed: dict[str, float] = {}
+        self._failure_notices = FailureNotices(clock=services.clock)
         self._known_chats: set[tuple[str, str | None, str | None, bool]] = set()
         self._background: set[asyncio.Task[CompactionReport]] = set()
         # Called with a chat key after /config changes it (the overnight scheduler listens).
@@ -62,12 +63,6 @@ class Gateway:
     async def handle(self, message: InboundMessage, adapter: Adapter) -> None:
         """Store the message at once; answer it later in its chat's lane if it was addressed."""
         store = self.services.store
-        if message.update_id is not None and not await store.mark_update_processed(
-            message.platform, message.update_id
-        ):
-            log.info("duplicate update ignored (chat=%s)", message.chat_key)
-            return
-        self.services.metrics.message_received(message.platform, message.chat_key)
         if not self._allowed(message.chat_key):
             await self._refuse_chat(message, adapter)
             return
@@ -89,12 +84,22 @@ class Gateway:
         lane = _lane_key(session)
         command = parse_command(message.text)
         if command is not None:
+            if message.update_id is not None and not await store.mark_update_processed(
+                message.platform, message.update_id
+            ):
+                log.info("duplicate update ignored (chat=%s)", message.chat_key)
+                return
+            self.services.metrics.message_received(message.platform, message.chat_key)
             ctx = CommandContext(message, adapter, self, session.id, settings)
             self.lanes.submit(lane, lambda: self._run_command(ctx, command))
             return
         if not message.text.strip():
             return
         anchor_id = await self._store_user_message(message, session, settings)
+        if anchor_id is None:
+            log.info("duplicate update ignored (chat=%s)", message.chat_key)
+            return
+        self.services.metrics.message_received(message.platform, message.chat_key)
         if not message.addressed:
             return
         refusal = await self._limit_refusal(message, settings)
@@ -103,7 +108,7 @@ class Gateway:
                 await self._send(adapter, ReplyTarget.for_message(message), refusal.text)
             return
         pending = _Pending(message, adapter, session.id, anchor_id)
-        self.lanes.submit(lane, lambda: self._answer(pending, settings))
+        self.lanes.submit(lane, lambda: self._answer_or_notice(pending, settings))
 
     async def settings_changed(self, chat_key: str) -> None:
         for listener in self.settings_listeners:
@@ -146,7 +151,8 @@ class Gateway:
 
     async def _store_user_message(
         self, message: InboundMessage, session: SessionRecord, settings: ChatSettings
-    ) -> int:
+    ) -> int | None:
+        """The stored row's id; None for a redelivered update (dedup and insert are atomic)."""
         shared = message.is_group and settings.memory_scope == "shared"
         content = f"[{message.author_name}] {message.text}" if shared else message.text
         row = NewMessage(
@@ -157,8 +163,9 @@ class Gateway:
             author_name=message.author_name,
             platform_message_id=message.platform_message_id,
         )
-        (message_id,) = await self.services.store.append_messages(session.id, [row])
-        return message_id
+        update = (message.platform, message.update_id) if message.update_id is not None else None
+        ids = await self.services.store.append_messages(session.id, [row], processed_update=update)
+        return ids[0] if ids else None
 
     async def _limit_refusal(
         self, message: InboundMessage, settings: ChatSettings
@@ -167,8 +174,8 @@ class Gateway:
         member = (message.chat_key, message.author_id)
         if message.is_group and not self._rate.allow(member, settings.user_rate_limit_per_minute):
             return _Refusal(
-                f"{message.author_name}, you're sending messages faster than I can answer; "
-                "please slow down a little.",
+                f"{escape_markdown(message.author_name)}, you're sending messages faster than "
+                "I can answer; please slow down a little.",
                 say=self._rate_notices.first(member),
             )
         now = self.services.clock()
@@ -185,6 +192,16 @@ class Gateway:
         name, args = command
         for reply in await run_command(name, args, ctx):
             await self._send(ctx.adapter, ReplyTarget.for_message(ctx.message), reply)
+
+    async def _answer_or_notice(self, pending: _Pending, settings: ChatSettings) -> None:
+        """A turn that breaks in an unexpected way still leaves the asker a notice."""
+        try:
+            await self._answer(pending, settings)
+        except Exception:
+            message = pending.message
+            log.exception("turn failed (chat=%s)", message.chat_key)
+            target = ReplyTarget.for_message(message)
+            await self._notice_failure(pending.adapter, target, message.chat_key, TURN_FAILED)
 
     async def _answer(self, pending: _Pending, settings: ChatSettings) -> None:
         services = self.services
@@ -211,7 +228,7 @@ class Gateway:
         if result.reply is not None:
             await self._store_reply(pending.session_id, result.reply)
             await self._send(pending.adapter, target, result.reply or "…")
-            self._failure_noticed.pop(message.chat_key, None)
+            self._failure_notices.recovered(message.chat_key)
         elif result.error:
             await self._notice_failure(pending.adapter, target, message.chat_key, result.error)
         timer.finished(answered=result.reply is not None)
@@ -285,12 +302,7 @@ class Gateway:
     async def _notice_failure(
         self, adapter: Adapter, target: ReplyTarget, chat_key: str, text: str
     ) -> None:
-        now = self.services.clock()
-        last = self._failure_noticed.get(chat_key)
-        if last is not None and now - last < FAILURE_NOTICE_INTERVAL_SECONDS:
-            return
-        self._failure_noticed[chat_key] = now
-        await self._send(adapter, target, text)
+        await self._send(adapter, target, self._failure_notices.notice_for(chat_key, text))
 
     async def is_admin(self, message: InboundMessage, adapter: Adapter) -> bool:
         operators = self.services.config.gateway.operators

@@ -22,6 +22,8 @@ RETRY_MAX_BACKOFF_SECONDS = 8.0
 # A server's retry-after is honoured up to this; a turn should not stall longer on one call.
 RETRY_AFTER_CAP_SECONDS = 30.0
 MODELS_TIMEOUT_SECONDS = 10.0
+# One reply call, every retry included, ends by then: the chat hears something within it.
+DEFAULT_DEADLINE_SECONDS = 30.0
 # Anthropic allows four cache breakpoints per request: the system prompt plus the last three.
 CACHE_TAIL_BREAKPOINTS = 3
 CACHE_CONTROL = {"type": "ephemeral"}
@@ -94,6 +96,10 @@ class LLMTransientError(LLMError):
     """Timeout, connection failure, 5xx or a malformed response: worth another try later."""
 
 
+class LLMTimeoutError(LLMTransientError):
+    """No answer within the deadline: a hung endpoint, never retried (a retry would hang too)."""
+
+
 class LLMFatalError(LLMError):
     """Any other rejection of the request (4xx): retrying the same request cannot help."""
 
@@ -146,7 +152,7 @@ def classify_error(exc: BaseException) -> LLMError:
     if isinstance(exc, LLMError):
         return exc
     if isinstance(exc, openai.APITimeoutError | TimeoutError):
-        return LLMTransientError("request timed out")
+        return LLMTimeoutError("request timed out")
     if isinstance(exc, openai.APIConnectionError):
         return LLMTransientError("connection error")
     if isinstance(exc, openai.APIResponseValidationError | json.JSONDecodeError):
@@ -300,10 +306,14 @@ class OpenAIChatClient:
         max_retries: int = 2,
         client: openai.AsyncOpenAI | None = None,
         retry_base_seconds: float = RETRY_BASE_SECONDS,
+        deadline_seconds: float = DEFAULT_DEADLINE_SECONDS,
     ) -> None:
         if max_retries < 0:
             raise ValueError(f"max_retries must be >= 0, got {max_retries}")
+        if deadline_seconds <= 0:
+            raise ValueError(f"deadline_seconds must be positive, got {deadline_seconds}")
         self.model = model
+        self.deadline_seconds = deadline_seconds
         self.max_retries = max_retries
         self._retry_base_seconds = retry_base_seconds
         # The SDK's retries are off: it would retry insufficient_quota and ignore our cap.
@@ -327,13 +337,23 @@ class OpenAIChatClient:
         if tools:
             request["tools"] = tools
         attempt = 0
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.deadline_seconds
         while True:
             try:
-                completion = await self._client.chat.completions.create(**request)
+                async with asyncio.timeout_at(deadline):
+                    completion = await self._client.chat.completions.create(**request)
                 return _parse_completion(completion, name)
-            except (openai.OpenAIError, json.JSONDecodeError, LLMTransientError) as exc:
+            except (
+                openai.OpenAIError,
+                json.JSONDecodeError,
+                LLMTransientError,
+                TimeoutError,
+            ) as exc:
                 error = classify_error(exc)
                 delay = self._retry_delay(error, attempt)
+                if delay is not None and loop.time() + delay >= deadline:
+                    delay = None  # a retry could not finish before the deadline
                 log.log(
                     logging.WARNING if delay is None else logging.INFO,
                     "llm call failed: model=%s status=%s error=%s attempt=%d retry_in=%s",
@@ -350,7 +370,7 @@ class OpenAIChatClient:
 
     def _retry_delay(self, error: LLMError, attempt: int) -> float | None:
         """Seconds to wait before retrying, or None when `error` must be raised."""
-        if attempt >= self.max_retries:
+        if attempt >= self.max_retries or isinstance(error, LLMTimeoutError):
             return None
         if isinstance(error, LLMRateLimitError) and error.retry_after_seconds is not None:
             return min(error.retry_after_seconds, RETRY_AFTER_CAP_SECONDS)

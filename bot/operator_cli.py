@@ -6,15 +6,22 @@ import argparse
 import datetime as dt
 import sys
 from collections import Counter
+from pathlib import Path
 
 from bot import chat_settings, operator_views
 from bot.app import App
 from bot.chat_settings import SettingError
 from bot.config import Config
 from bot.offline_model import OfflineModel
-from bot.store.base import StoredMessage
+from bot.store.backends import create_store, parse_store_url
+from bot.store.base import SessionRecord, Store, StoredMessage, StoreError
+from bot.store.sqlite import SqliteStore
 
 ERROR_EXIT_STATUS = 1
+# Reports: they open the database read-only (no migrations, no session created), so they
+# work on a copy the process may not write and never change a live database.
+READ_ONLY_COMMANDS = frozenset({"chats", "history", "stats", "deadletters", "events"})
+PAYLOAD_EXCERPT_CHARS = 200
 
 
 class OperatorError(Exception):
@@ -30,8 +37,9 @@ def _when(timestamp: float | None) -> str:
 async def dispatch(command: str, args: argparse.Namespace, config: Config) -> int:
     # Operator commands read and write the store; only `compress` may need the model.
     llm = None if command == "compress" else OfflineModel()
+    store = _read_only_store(config) if command in READ_ONLY_COMMANDS else None
     try:
-        async with App(config, llm=llm) as app:
+        async with App(config, llm=llm, store=store) as app:
             handler = {
                 "chats": _views if getattr(args, "top", None) else _chats,
                 "config": _config,
@@ -39,9 +47,10 @@ async def dispatch(command: str, args: argparse.Namespace, config: Config) -> in
                 "history": _history,
                 "stats": _stats,
                 "events": _views,
+                "deadletters": _deadletters,
             }[command]
             await handler(app, args)
-    except (OperatorError, SettingError, operator_views.ViewError) as exc:
+    except (OperatorError, SettingError, StoreError, operator_views.ViewError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return ERROR_EXIT_STATUS
     return 0
@@ -50,6 +59,24 @@ async def dispatch(command: str, args: argparse.Namespace, config: Config) -> in
 async def _views(app: App, args: argparse.Namespace) -> None:
     for line in await operator_views.show(app.services.store, args.command, args):
         print(line)
+
+
+def _read_only_store(config: Config) -> Store:
+    target = parse_store_url(config.storage.database)
+    if target.backend != "sqlite":
+        # Reports issue only reads, so a PostgreSQL store needs no special mode.
+        return create_store(target)
+    path = target.location
+    if path == ":memory:" or not Path(path).exists():
+        # Nothing stored yet: report on an empty store rather than create the file.
+        return SqliteStore(":memory:")
+    return SqliteStore(path, read_only=True)
+
+
+async def _open_sessions(app: App, chat_key: str) -> list[SessionRecord]:
+    """The chat's open sessions (one, or one per member), read without creating any."""
+    sessions = await app.services.store.list_sessions(chat_key)
+    return [s for s in sessions if s.ended_at is None]
 
 
 async def _require_chat(app: App, key: str | None) -> str:
@@ -70,14 +97,15 @@ async def _chats(app: App, args: argparse.Namespace) -> None:
     from scheduler.windows import next_run_text
 
     for chat in chats:
-        session = await store.active_session(chat.key)
+        sessions = await _open_sessions(app, chat.key)
         events = await store.list_compression_events(chat_key=chat.key, limit=20)
         last = next((e for e in events if e.outcome in ("compressed", "fallback")), None)
         settings = await app.services.settings_for(chat.key)
         print(
             f"{chat.key}  {chat.platform}  {chat.title or '-'}  "
-            f"{session.active_messages} msgs  {session.active_tokens:,}/{window:,} tokens  "
-            f"{session.compressor.compression_count} compactions  "
+            f"{sum(s.active_messages for s in sessions)} msgs  "
+            f"{sum(s.active_tokens for s in sessions):,}/{window:,} tokens  "
+            f"{sum(s.compressor.compression_count for s in sessions)} compactions  "
             f"last {_when(last.ended_at if last else None)}  "
             f"overnight {next_run_text(settings, app.config)}"
         )
@@ -150,8 +178,8 @@ async def _history(app: App, args: argparse.Namespace) -> None:
     chat = await _require_chat(app, args.chat)
     rows = await app.services.store.load_history(chat, include_archived=args.all)
     if not args.all:
-        session = await app.services.store.active_session(chat)
-        rows = await app.services.store.load_active(session.id)
+        shared = [s for s in await _open_sessions(app, chat) if s.scope_user is None]
+        rows = await app.services.store.load_active(shared[0].id) if shared else []
     for row in rows:
         print(_history_line(row))
 
@@ -176,3 +204,17 @@ async def _stats(app: App, args: argparse.Namespace) -> None:
     print(f"active tokens: {sum(s.active_tokens for s in sessions):,}")
     print("compactions: " + (", ".join(f"{k} {v}" for k, v in sorted(outcomes.items())) or "none"))
     print("triggers: " + (", ".join(f"{k} {v}" for k, v in sorted(triggers.items())) or "none"))
+
+
+async def _deadletters(app: App, args: argparse.Namespace) -> None:
+    letters = await app.services.store.list_dead_letters(limit=args.limit)
+    if not letters:
+        print("no dead letters")
+        return
+    for letter in letters:
+        payload = letter.payload[:PAYLOAD_EXCERPT_CHARS].replace("\n", " ")
+        more = "…" if len(letter.payload) > PAYLOAD_EXCERPT_CHARS else ""
+        print(
+            f"#{letter.id} {letter.platform} update {letter.update_id} "
+            f"{_when(letter.received_at)}: {letter.error}\n    {payload}{more}"
+        )

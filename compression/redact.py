@@ -28,7 +28,7 @@ _BASIC_AUTH = re.compile(r"(?P<lead>\bAuthorization:\s*Basic\s+)[A-Za-z0-9+/=]{8
 _SECRET_KEY_NAMES = (
     r"password|passwd|passphrase|secret|client_secret|secret_key|api[_-]?key|apikey"
     r"|access[_-]?token|auth[_-]?token|refresh[_-]?token|id[_-]?token|bot[_-]?token"
-    r"|private[_-]?key|session[_-]?token|x-api-key"
+    r"|private[_-]?key|session[_-]?token|x-api-key|secret[_-]?access[_-]?key|account[_-]?key"
 )
 SECRET_KEY = re.compile(rf"^(?:[\w-]*[_-])?(?:{_SECRET_KEY_NAMES})$", re.IGNORECASE)
 _ASSIGNMENT = re.compile(
@@ -59,6 +59,39 @@ _TOKEN_PATTERNS = (
     re.compile(r"\bhf_[A-Za-z0-9]{30,}"),  # Hugging Face
 )
 
+# Shapes that are only tried when a literal they need is in the text: the substring test is far
+# cheaper than the regex, and ordinary chat text carries none of these literals.
+_GATED_PATTERNS: tuple[tuple[tuple[str, ...], re.Pattern[str]], ...] = (
+    # AWS secret access key: 40 base64 characters, recognised only on a line that names AWS or
+    # carries an access key id (a bare 40-character word is too common to mask). Before the
+    # token patterns, which would mask the AKIA marker first.
+    (
+        ("AKIA", "ASIA", "aws", "AWS", "Aws"),
+        re.compile(
+            r"(?:aws|AWS|Aws|AKIA|ASIA)[^\n]{0,80}?(?<![A-Za-z0-9/+])"
+            # Mixed case, so a lower-case hex commit id on the same line is left alone.
+            r"(?P<value>(?=[A-Za-z0-9/+]*[A-Z])(?=[A-Za-z0-9/+]*[a-z])[A-Za-z0-9/+]{40})"
+            r"(?![A-Za-z0-9/+=])"
+        ),
+    ),
+    (("glpat-",), re.compile(r"\bglpat-[A-Za-z0-9_-]{20,}")),  # GitLab
+    (("npm_",), re.compile(r"\bnpm_[A-Za-z0-9]{36}\b")),  # npm
+    (("SG.",), re.compile(r"\bSG\.[A-Za-z0-9_-]{16,}\.[A-Za-z0-9_-]{16,}")),  # SendGrid
+    (("pypi-",), re.compile(r"\bpypi-[A-Za-z0-9_-]{50,}")),  # PyPI upload token
+    (("ya29.",), re.compile(r"\bya29\.[A-Za-z0-9_-]{20,}")),  # Google OAuth access token
+    (("dop_v1_", "doo_v1_"), re.compile(r"\bdo[op]_v1_[a-f0-9]{64}\b")),  # DigitalOcean
+    (("SK",), re.compile(r"\bSK[0-9a-f]{32}\b")),  # Twilio API key
+)
+
+
+def _mask_gated(match: re.Match[str]) -> str:
+    if "value" not in match.groupdict():
+        return REDACTED
+    start, end = match.span("value")
+    whole = match.group(0)
+    offset = match.start()
+    return whole[: start - offset] + REDACTED + whole[end - offset :]
+
 
 def _mask_assignment(match: re.Match[str]) -> str:
     value = match["value"]
@@ -76,6 +109,9 @@ def redact(text: str) -> str:
     text = _BASIC_AUTH.sub(lambda m: f"{m['lead']}{REDACTED}", text)
     text = _ASSIGNMENT.sub(_mask_assignment, text)
     text = _PROSE_PASSWORD.sub(lambda m: f"{m['lead']}{REDACTED}", text)
+    for literals, gated in _GATED_PATTERNS:
+        if any(literal in text for literal in literals):
+            text = gated.sub(_mask_gated, text)
     for pattern in _TOKEN_PATTERNS:
         text = pattern.sub(REDACTED, text)
     return text

@@ -5,9 +5,12 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from compression.state import CompressorState
+
+if TYPE_CHECKING:
+    from bot.store.dead_letters import DeadLetter
 
 MessageKind = Literal["message", "summary", "note"]
 UsagePurpose = Literal["reply", "compression"]
@@ -207,8 +210,18 @@ class Store(Protocol):
     async def set_system_prompt(self, session_id: int, prompt: str | None) -> None: ...
 
     # messages
-    async def append_messages(self, session_id: int, messages: Sequence[NewMessage]) -> list[int]:
-        """Insert in order and update the session's running totals in the same transaction."""
+    async def append_messages(
+        self,
+        session_id: int,
+        messages: Sequence[NewMessage],
+        *,
+        processed_update: tuple[str, str] | None = None,
+    ) -> list[int]:
+        """Insert in order and update the session's running totals in the same transaction.
+
+        With `processed_update` (platform, update id) the update is marked processed in that
+        transaction too, and nothing is inserted (returns []) when it already was.
+        """
         ...
 
     async def load_active(self, session_id: int) -> list[StoredMessage]: ...
@@ -266,6 +279,13 @@ class Store(Protocol):
         """True the first time an update id is seen, False for a redelivery."""
         ...
 
+    async def record_dead_letter(
+        self, platform: str, update_id: str, error: str, payload: str
+    ) -> bool:
+        """Keep an update that could not be ingested; True the first time it is recorded."""
+        ...
+
+    async def list_dead_letters(self, limit: int = 50) -> list[DeadLetter]: ...
     async def add_pin(self, chat_key: str, text: str, author: str | None) -> Pin: ...
     async def list_pins(self, chat_key: str) -> list[Pin]: ...
     async def remove_pin(self, chat_key: str, pin_id: int) -> bool: ...

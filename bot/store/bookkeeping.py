@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from datetime import UTC, datetime
 
+import aiosqlite
+
 from bot.store import rows
 from bot.store.base import CompressionEvent, Pin, UsagePurpose, UsageRow
 from bot.store.database import Database, one
@@ -155,12 +157,7 @@ class Bookkeeping:
     async def mark_update_processed(self, platform: str, update_id: str) -> bool:
         now = self._clock()
         async with self._db.transaction() as conn:
-            cur = await conn.execute(
-                "INSERT OR IGNORE INTO processed_updates(platform, update_id, seen_at)"
-                " VALUES (?, ?, ?)",
-                (platform, str(update_id), now),
-            )
-            inserted = cur.rowcount == 1
+            inserted = await mark_processed(conn, platform, update_id, now)
             if now - self._last_prune >= PRUNE_INTERVAL_SECONDS:
                 self._last_prune = now
                 await conn.execute(
@@ -192,3 +189,14 @@ class Bookkeeping:
                 "DELETE FROM pins WHERE chat_key = ? AND id = ?", (chat_key, pin_id)
             )
         return cur.rowcount == 1
+
+
+async def mark_processed(
+    conn: aiosqlite.Connection, platform: str, update_id: str, now: float
+) -> bool:
+    """Mark an update processed inside the caller's transaction; False when it already was."""
+    cur = await conn.execute(
+        "INSERT OR IGNORE INTO processed_updates(platform, update_id, seen_at) VALUES (?, ?, ?)",
+        (platform, str(update_id), now),
+    )
+    return cur.rowcount == 1

@@ -25,10 +25,15 @@ MEMORY = ":memory:"
 
 
 class Database:
-    """Owns the connections. Writes run one at a time in BEGIN IMMEDIATE transactions."""
+    """Owns the connections. Writes run one at a time in BEGIN IMMEDIATE transactions.
 
-    def __init__(self, path: str | Path) -> None:
+    `read_only` opens the file with SQLite's mode=ro (no migrations, no writer), so operator
+    reports work on a copy the process may not write, and never change a live database.
+    """
+
+    def __init__(self, path: str | Path, *, read_only: bool = False) -> None:
         self.path = str(path)
+        self.read_only = read_only
         self._writer: aiosqlite.Connection | None = None
         self._reader: aiosqlite.Connection | None = None
         self._write_lock = asyncio.Lock()
@@ -38,10 +43,14 @@ class Database:
 
     @property
     def is_open(self) -> bool:
-        return self._writer is not None
+        return self._writer is not None or self._reader is not None
 
     async def open(self) -> None:
-        if self._writer is not None:
+        if self.is_open:
+            return
+        if self.read_only:
+            self._reader = await _connect_read_only(self.path)
+            self.fts_tokenizer = await _schema_tokenizer(self._reader)
             return
         in_memory = self.path == MEMORY
         if not in_memory:
@@ -96,6 +105,8 @@ class Database:
     @asynccontextmanager
     async def transaction(self) -> AsyncIterator[aiosqlite.Connection]:
         """One BEGIN IMMEDIATE transaction; committed on exit, rolled back on any exception."""
+        if self.read_only:
+            raise ReadOnlyStoreError(f"{self.path} is open read-only")
         started = time.perf_counter()
         async with self._write_lock:
             conn = _require(self._writer)
@@ -122,6 +133,30 @@ class Database:
     async def fetchone(self, sql: str, params: Sequence[Any] = ()) -> Any:
         found = await self.fetchall(sql, params)
         return found[0] if found else None
+
+
+class ReadOnlyStoreError(StoreError):
+    """A write was attempted on a store opened read-only."""
+
+
+async def _connect_read_only(path: str) -> aiosqlite.Connection:
+    """mode=ro; immutable=1 when SQLite cannot create the WAL index beside a read-only file."""
+    if path == MEMORY or not await asyncio.to_thread(Path(path).is_file):
+        raise StoreError(f"no database at {path}")
+    uri = (await asyncio.to_thread(Path(path).resolve)).as_uri()
+    last: sqlite3.Error | None = None
+    for query in ("?mode=ro", "?mode=ro&immutable=1"):
+        conn = await aiosqlite.connect(uri + query, uri=True, isolation_level=None)
+        conn.row_factory = aiosqlite.Row
+        try:
+            await conn.execute("PRAGMA query_only=ON")
+            await conn.execute("SELECT count(*) FROM schema_version")
+        except sqlite3.Error as exc:
+            await conn.close()
+            last = exc
+            continue
+        return conn
+    raise StoreError(f"cannot read the database at {path}: {last}")
 
 
 async def one(conn: aiosqlite.Connection, sql: str, params: Sequence[Any] = ()) -> Any:

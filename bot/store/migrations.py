@@ -173,6 +173,22 @@ CREATE INDEX IF NOT EXISTS usage_day ON usage(day);
 """
 
 
+# Updates that could not be parsed or stored: kept (payload truncated) so the operator can see
+# them with `compactbot deadletters`, and acknowledged so they never stall polling. Number 4 is
+# reserved for this table; 3 belongs to another change.
+_SCHEMA_V4 = """
+CREATE TABLE IF NOT EXISTS dead_letters (
+    id           INTEGER PRIMARY KEY AUTOINCREMENT,
+    platform     TEXT NOT NULL,
+    update_id    TEXT NOT NULL,
+    received_at  REAL NOT NULL,
+    error        TEXT NOT NULL,
+    payload      TEXT NOT NULL,
+    UNIQUE (platform, update_id)
+);
+"""
+
+
 @dataclass(frozen=True, slots=True)
 class Migration:
     version: int
@@ -188,6 +204,7 @@ class Migration:
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "initial schema", _SCHEMA_V1),
     Migration(2, "indexes for archiving and usage reports", _SCHEMA_V2),
+    Migration(4, "dead-letter table for updates that could not be ingested", _SCHEMA_V4),
 )
 LATEST_VERSION = MIGRATIONS[-1].version
 

@@ -23,7 +23,7 @@ from bot.store.base import (
     StoredMessage,
 )
 from bot.store.hits import FETCH_FACTOR, clamp_limit, distinct_hits
-from bot.store.postgres_bookkeeping import PostgresBookkeeping
+from bot.store.postgres_bookkeeping import PostgresBookkeeping, mark_processed
 from bot.store.postgres_database import PostgresDatabase, affected, redacted_dsn
 from bot.store.postgres_tables import PostgresTables
 from compression.state import CompressorState
@@ -249,11 +249,19 @@ class PostgresStore(PostgresBookkeeping):
 
     # messages
 
-    async def append_messages(self, session_id: int, messages: Sequence[NewMessage]) -> list[int]:
+    async def append_messages(
+        self,
+        session_id: int,
+        messages: Sequence[NewMessage],
+        *,
+        processed_update: tuple[str, str] | None = None,
+    ) -> list[int]:
         if not messages:
             return []
         now = self._clock()
         async with self._db.transaction() as conn:
+            if processed_update and not await mark_processed(conn, *processed_update, now):
+                return []  # a redelivery: the first delivery's rows are already stored
             # First: the session row's lock orders this insert against other writers of it.
             status = await conn.execute(
                 "UPDATE sessions SET active_tokens = active_tokens + $1,"

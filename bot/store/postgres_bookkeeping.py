@@ -7,11 +7,16 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import UTC, datetime
+from typing import TYPE_CHECKING
 
 from bot.store import rows
 from bot.store.base import CompressionEvent, Pin, UsagePurpose, UsageRow
 from bot.store.bookkeeping import PROCESSED_UPDATES_KEEP_SECONDS, PRUNE_INTERVAL_SECONDS
+from bot.store.dead_letters import MAX_ERROR_CHARS, MAX_PAYLOAD_CHARS, DeadLetter
 from bot.store.postgres_database import PostgresDatabase, affected
+
+if TYPE_CHECKING:
+    from bot.store.postgres_database import PooledConnection
 
 
 class PostgresBookkeeping:
@@ -171,20 +176,14 @@ class PostgresBookkeeping:
     async def mark_update_processed(self, platform: str, update_id: str) -> bool:
         now = self._clock()
         async with self._db.transaction() as conn:
-            status = await conn.execute(
-                "INSERT INTO processed_updates(platform, update_id, seen_at)"
-                " VALUES ($1, $2, $3) ON CONFLICT(platform, update_id) DO NOTHING",
-                platform,
-                str(update_id),
-                now,
-            )
+            inserted = await mark_processed(conn, platform, update_id, now)
             if now - self._last_prune >= PRUNE_INTERVAL_SECONDS:
                 self._last_prune = now
                 await conn.execute(
                     "DELETE FROM processed_updates WHERE seen_at < $1",
                     now - PROCESSED_UPDATES_KEEP_SECONDS,
                 )
-        return affected(status) == 1
+        return inserted
 
     async def add_pin(self, chat_key: str, text: str, author: str | None) -> Pin:
         now = self._clock()
@@ -211,3 +210,48 @@ class PostgresBookkeeping:
                 "DELETE FROM pins WHERE chat_key = $1 AND id = $2", chat_key, pin_id
             )
         return affected(status) == 1
+
+    # dead letters
+
+    async def record_dead_letter(
+        self, platform: str, update_id: str, error: str, payload: str
+    ) -> bool:
+        async with self._db.transaction() as conn:
+            status = await conn.execute(
+                "INSERT INTO dead_letters(platform, update_id, received_at, error, payload)"
+                " VALUES ($1, $2, $3, $4, $5) ON CONFLICT(platform, update_id) DO NOTHING",
+                platform,
+                str(update_id),
+                self._clock(),
+                error[:MAX_ERROR_CHARS],
+                payload[:MAX_PAYLOAD_CHARS],
+            )
+        return affected(status) == 1
+
+    async def list_dead_letters(self, limit: int = 50) -> list[DeadLetter]:
+        found = await self._db.fetchall(
+            "SELECT * FROM dead_letters ORDER BY id DESC LIMIT $1", (limit,)
+        )
+        return [
+            DeadLetter(
+                id=r["id"],
+                platform=r["platform"],
+                update_id=r["update_id"],
+                received_at=r["received_at"],
+                error=r["error"],
+                payload=r["payload"],
+            )
+            for r in found
+        ]
+
+
+async def mark_processed(conn: PooledConnection, platform: str, update_id: str, now: float) -> bool:
+    """Mark an update processed inside the caller's transaction; False when it already was."""
+    status = await conn.execute(
+        "INSERT INTO processed_updates(platform, update_id, seen_at)"
+        " VALUES ($1, $2, $3) ON CONFLICT(platform, update_id) DO NOTHING",
+        platform,
+        str(update_id),
+        now,
+    )
+    return affected(status) == 1

@@ -21,8 +21,9 @@ from bot.store.base import (
     SessionRecord,
     StoredMessage,
 )
-from bot.store.bookkeeping import Bookkeeping
+from bot.store.bookkeeping import Bookkeeping, mark_processed
 from bot.store.database import Database, one
+from bot.store.dead_letters import DeadLetters
 from bot.store.hits import FETCH_FACTOR, clamp_limit, distinct_hits
 from bot.store.migrations import TRIGRAM
 from bot.store.sqlite_tables import SqliteTables
@@ -33,11 +34,17 @@ log = logging.getLogger(__name__)
 TRIGRAM_MIN_CHARS = 3  # the trigram tokenizer cannot match anything shorter
 
 
-class SqliteStore(Bookkeeping):
+class SqliteStore(Bookkeeping, DeadLetters):
     """`Store` on one SQLite file (or ":memory:"). Writes are serialised; reads use WAL."""
 
-    def __init__(self, path: str | Path, *, clock: Callable[[], float] = time.time) -> None:
-        self._db = Database(path)
+    def __init__(
+        self,
+        path: str | Path,
+        *,
+        clock: Callable[[], float] = time.time,
+        read_only: bool = False,
+    ) -> None:
+        self._db = Database(path, read_only=read_only)
         self._clock = clock
         self._last_prune = 0.0
 
@@ -224,11 +231,19 @@ class SqliteStore(Bookkeeping):
 
     # messages
 
-    async def append_messages(self, session_id: int, messages: Sequence[NewMessage]) -> list[int]:
+    async def append_messages(
+        self,
+        session_id: int,
+        messages: Sequence[NewMessage],
+        *,
+        processed_update: tuple[str, str] | None = None,
+    ) -> list[int]:
         if not messages:
             return []
         now = self._clock()
         async with self._db.transaction() as conn:
+            if processed_update and not await mark_processed(conn, *processed_update, now):
+                return []  # a redelivery: the first delivery's rows are already stored
             cur = await conn.execute(
                 "UPDATE sessions SET active_tokens = active_tokens + ?,"
                 " active_messages = active_messages + ?, last_activity_at = ? WHERE id = ?",

@@ -32,6 +32,7 @@ COPIED_TABLES: tuple[CopiedTable, ...] = (
     CopiedTable("usage", ("chat_key", "user_id", "day", "purpose")),
     CopiedTable("processed_updates", ("platform", "update_id")),
     CopiedTable("pins", ("id",)),
+    CopiedTable("dead_letters", ("id",)),
 )
 
 

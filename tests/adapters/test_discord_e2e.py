@@ -170,3 +170,11 @@ async def test_start_with_a_wrong_token_fails_instead_of_hanging(
         with pytest.raises(discord.LoginFailure):
             await asyncio.wait_for(platform.start(), WAIT_SECONDS)
         await platform.stop()  # already stopped by the failed start: a no-op
+
+
+async def test_lone_surrogate_in_a_discord_message_is_stored_repaired(rig: Rig) -> None:
+    await rig.discord.send_message("half a pair \ud83d here")
+    handled = await rig.next_handled()
+    await rig.settle()
+    history = await rig.app.services.store.load_history(handled.chat_key)
+    assert [m.content for m in history] == ["[alice] half a pair \ufffd here"]

@@ -121,3 +121,31 @@ def test_redact_value_recurses_through_containers() -> None:
     cleaned = redact_value(value)
     assert cleaned == {"list": [REDACTED, 1, None], "nested": {"password": REDACTED}}
     assert value["nested"] == {"password": "x1"}  # the input is not mutated
+
+
+AWS_SECRET = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"
+
+
+@pytest.mark.parametrize(
+    ("text", "secret"),
+    [
+        (f"aws key AKIAIOSFODNN7EXAMPLE and secret {AWS_SECRET}", AWS_SECRET),
+        (f"AWS_SECRET_ACCESS_KEY={AWS_SECRET}", AWS_SECRET),
+        (f"aws_secret_access_key: {AWS_SECRET}", AWS_SECRET),
+        ("AccountKey=abcdefghijklmnopqrstuvwxyz0123456789ABCD==;Endpoint=x", "abcdefghijklmnop"),
+        ("deploy with glpat-abcdefghijklmnopqrstuv now", "glpat-abcdefghij"),
+        ("npm_abcdefghijklmnopqrstuvwxyz0123456789 in .npmrc", "npm_abcdefghij"),
+        ("SG.abcdefghijklmnopqrstuv.abcdefghijklmnopqrstuvwxyz0123456789ABCDEFG", "SG.abcdefgh"),
+        ("token ya29.a0AfH6SMBabcdefghijklmnopqrstuv", "ya29.a0AfH6"),
+        ("twilio SK0123456789abcdef0123456789abcdef", "SK0123456789"),
+    ],
+)
+def test_cloud_and_registry_credentials_are_masked(text: str, secret: str) -> None:
+    masked = redact(text)
+    assert secret not in masked and REDACTED in masked
+
+
+def test_forty_character_words_without_an_aws_marker_or_mixed_case_are_kept() -> None:
+    commit = "0123456789abcdef0123456789abcdef01234567"
+    for text in (f"aws deploy of commit {commit}", f"the value {AWS_SECRET} alone"):
+        assert redact(text) == text

@@ -186,6 +186,11 @@ class FakeTelegram:
         self._wakeup.set()
         self._wakeup = asyncio.Event()
 
+    @property
+    def unconfirmed(self) -> int:
+        """Updates the bot has not yet confirmed with a getUpdates offset past them."""
+        return len(self._updates)
+
     def calls_to(self, method: str) -> list[Call]:
         return [call for call in self.calls if call.method == method]
 

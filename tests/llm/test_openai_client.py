@@ -15,6 +15,7 @@ from bot.llm import (
     LLMAuthError,
     LLMRateLimitError,
     LLMResponse,
+    LLMTimeoutError,
     LLMTransientError,
     OpenAIChatClient,
     ToolCall,
@@ -236,12 +237,36 @@ async def test_malformed_body_is_retried(fake: FakeOpenAI):
     assert len(fake.requests) == 2
 
 
-async def test_timeout_is_transient_and_retried(fake: FakeOpenAI):
+async def test_timeout_is_not_retried_because_a_hung_endpoint_would_hang_again(fake: FakeOpenAI):
     fake.script(Hang(5.0), Reply("second try"))
     client = _client(fake, timeout_seconds=0.3, max_retries=1)
-    assert (await client.complete([{"role": "user", "content": "hi"}])).content == "second try"
+    with pytest.raises(LLMTimeoutError):
+        await client.complete([{"role": "user", "content": "hi"}])
     await client.aclose()
-    assert len(fake.requests) == 2
+    assert len(fake.requests) == 1
+
+
+async def test_deadline_bounds_the_call_and_its_retries_together(fake: FakeOpenAI):
+    fake.script(Error(500, SERVER), Error(500, SERVER), Hang(120.0))
+    client = _client(fake, timeout_seconds=60, max_retries=5, deadline_seconds=0.5)
+    started = time.monotonic()
+    with pytest.raises(LLMTimeoutError):
+        await client.complete([{"role": "user", "content": "hi"}])
+    elapsed = time.monotonic() - started
+    await client.aclose()
+    assert 0.4 < elapsed < 1.5
+    assert len(fake.requests) == 3  # two server errors retried, then the hang: no more
+
+
+async def test_a_retry_that_cannot_finish_before_the_deadline_is_not_started(fake: FakeOpenAI):
+    fake.script(Error.rate_limited(retry_after_ms=5_000), Reply("too late"))
+    client = _client(fake, max_retries=3, deadline_seconds=1.0)
+    started = time.monotonic()
+    with pytest.raises(LLMRateLimitError):
+        await client.complete([{"role": "user", "content": "hi"}])
+    await client.aclose()
+    assert time.monotonic() - started < 1.0
+    assert len(fake.requests) == 1
 
 
 async def test_claude_request_carries_four_cache_marks_and_leaves_input_alone(fake: FakeOpenAI):

@@ -1,7 +1,7 @@
 """Faults: the model down, slow, garbled or refusing; sends failing; the database busy.
 
-In every case the bot keeps serving the other chats, tells an affected chat once that it cannot
-answer, and keeps every message it was given.
+In every case the bot keeps serving the other chats, answers every failed question with a notice
+(the full explanation once, a short line after it), and keeps every message it was given.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ import pytest
 
 from bot.app import App
 from bot.config import Config
+from bot.failure_notices import REPEAT_NOTICE
 from tests.fakes.openai_server import (
     Behaviour,
     Empty,
@@ -71,7 +72,14 @@ async def stored_questions(app: App, chat: str) -> list[str]:
     return [marker_of(r.text) or "" for r in rows if r.role == "user"]
 
 
-async def test_llm_endpoint_down_each_chat_is_told_once_and_keeps_every_message(
+def assert_each_failure_noticed(texts: list[str], questions: int) -> None:
+    """One notice per failed question: the explanation first, then the short repeat."""
+    assert len(texts) == questions, texts
+    assert CANNOT_ANSWER in texts[0] and texts[0] != REPEAT_NOTICE
+    assert texts[1:] == [REPEAT_NOTICE] * (questions - 1)
+
+
+async def test_llm_endpoint_down_every_question_gets_a_notice_and_every_message_is_kept(
     tmp_path: Path,
 ) -> None:
     config = fault_config(tmp_path, f"http://127.0.0.1:{unused_port()}/v1", retries=1)
@@ -81,7 +89,8 @@ async def test_llm_endpoint_down_each_chat_is_told_once_and_keeps_every_message(
         await app.gateway.lanes.join()
         for chat in ("a", "b"):
             texts = adapter.texts(chat)
-            assert len(texts) == 1 and "couldn't reach the language model" in texts[0]
+            assert_each_failure_noticed(texts, 3)
+            assert "couldn't reach the language model" in texts[0]
             assert await stored_questions(app, chat) == [f"m{chat}-{i}" for i in range(3)]
 
 
@@ -95,8 +104,7 @@ async def test_slow_llm_times_out_while_other_chats_are_answered(tmp_path: Path)
 
             fast = adapter.texts("fast")
             assert fast == [f"answer <<mfast-{i}>>" for i in range(3)]
-            slow = adapter.texts("slow")
-            assert len(slow) == 1 and CANNOT_ANSWER in slow[0]
+            assert_each_failure_noticed(adapter.texts("slow"), 2)
             # The fast chat was served while the slow one was still waiting on the model.
             chats = [target.chat_id for target, _ in adapter.sent]
             assert chats.index("slow") > max(i for i, c in enumerate(chats) if c == "fast")
@@ -120,8 +128,7 @@ async def test_malformed_empty_rate_limited_and_500_replies_are_survived(tmp_pat
 
             assert adapter.texts("ok") == ["answer <<mok-0>>", "answer <<mok-1>>"]
             for chat in responses:
-                texts = adapter.texts(chat)
-                assert len(texts) == 1 and CANNOT_ANSWER in texts[0], (chat, texts)
+                assert_each_failure_noticed(adapter.texts(chat), 2)
             for chat in chats:
                 assert await stored_questions(app, chat) == [f"m{chat}-0", f"m{chat}-1"]
 

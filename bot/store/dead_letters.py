@@ -1,0 +1,75 @@
+"""Updates a platform sent that could not be ingested, kept for the operator instead of lost."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Protocol
+
+from bot.store.database import Database
+
+# A dead letter is evidence, not a backup: enough of the payload to see what went wrong.
+MAX_PAYLOAD_CHARS = 16_000
+MAX_ERROR_CHARS = 500
+
+
+@dataclass(frozen=True, slots=True)
+class DeadLetter:
+    id: int
+    platform: str
+    update_id: str
+    received_at: float
+    error: str
+    payload: str  # the raw update as received, truncated to MAX_PAYLOAD_CHARS
+
+
+class DeadLetterStore(Protocol):
+    """Where ingress puts an update it parsed or stored in vain, so it can be acknowledged."""
+
+    async def record_dead_letter(
+        self, platform: str, update_id: str, error: str, payload: str
+    ) -> bool:
+        """True the first time this update is recorded; False when it already was."""
+        ...
+
+    async def list_dead_letters(self, limit: int = 50) -> list[DeadLetter]: ...
+
+
+class DeadLetters:
+    """The SQLite `DeadLetterStore` methods; `SqliteStore` inherits them."""
+
+    _db: Database
+    _clock: Callable[[], float]
+
+    async def record_dead_letter(
+        self, platform: str, update_id: str, error: str, payload: str
+    ) -> bool:
+        async with self._db.transaction() as conn:
+            cur = await conn.execute(
+                "INSERT OR IGNORE INTO dead_letters(platform, update_id, received_at, error,"
+                " payload) VALUES (?, ?, ?, ?, ?)",
+                (
+                    platform,
+                    str(update_id),
+                    self._clock(),
+                    error[:MAX_ERROR_CHARS],
+                    payload[:MAX_PAYLOAD_CHARS],
+                ),
+            )
+        return cur.rowcount == 1
+
+    async def list_dead_letters(self, limit: int = 50) -> list[DeadLetter]:
+        found = await self._db.fetchall(
+            "SELECT * FROM dead_letters ORDER BY id DESC LIMIT ?", (limit,)
+        )
+        return [
+            DeadLetter(
+                id=r["id"],
+                platform=r["platform"],
+                update_id=r["update_id"],
+                received_at=r["received_at"],
+                error=r["error"],
+                payload=r["payload"],
+            )
+            for r in found
+        ]
