@@ -6,12 +6,14 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 
 from bot.store import rows
-from bot.store.base import CompressionEvent, Pin, UsagePurpose, UsageRow
+from bot.store.base import CompressionEvent, LockRecord, Pin, UsagePurpose, UsageRow
 from bot.store.database import Database, one
-
-# Telegram redelivers an unacknowledged update for at most 24 hours; a week is ample margin.
-PROCESSED_UPDATES_KEEP_SECONDS = 7 * 24 * 3600
-PRUNE_INTERVAL_SECONDS = 3600
+from bot.store.sqlite_writes import (
+    INSERT_EVENT_SQL,
+    event_params,
+    mark_processed,
+    prune_processed,
+)
 
 
 class Bookkeeping:
@@ -65,6 +67,12 @@ class Bookkeeping:
         )
         return row["holder"] if row else None
 
+    async def list_locks(self) -> list[LockRecord]:
+        found = await self._db.fetchall(
+            "SELECT session_id, holder, expires_at FROM compression_locks ORDER BY session_id"
+        )
+        return [LockRecord(r["session_id"], r["holder"], r["expires_at"]) for r in found]
+
     # per-chat settings
 
     async def get_chat_settings(self, chat_key: str) -> dict[str, str]:
@@ -92,25 +100,7 @@ class Bookkeeping:
 
     async def record_compression_event(self, event: CompressionEvent) -> int:
         async with self._db.transaction() as conn:
-            cur = await conn.execute(
-                "INSERT INTO compression_events(chat_key, session_id, trigger, started_at,"
-                " ended_at, outcome, messages_before, messages_after, tokens_before,"
-                " tokens_after, summary_tokens, error) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (
-                    event.chat_key,
-                    event.session_id,
-                    event.trigger,
-                    event.started_at,
-                    event.ended_at,
-                    event.outcome,
-                    event.messages_before,
-                    event.messages_after,
-                    event.tokens_before,
-                    event.tokens_after,
-                    event.summary_tokens,
-                    event.error,
-                ),
-            )
+            cur = await conn.execute(INSERT_EVENT_SQL, event_params(event))
         return int(cur.lastrowid or 0)
 
     async def list_compression_events(
@@ -155,18 +145,8 @@ class Bookkeeping:
     async def mark_update_processed(self, platform: str, update_id: str) -> bool:
         now = self._clock()
         async with self._db.transaction() as conn:
-            cur = await conn.execute(
-                "INSERT OR IGNORE INTO processed_updates(platform, update_id, seen_at)"
-                " VALUES (?, ?, ?)",
-                (platform, str(update_id), now),
-            )
-            inserted = cur.rowcount == 1
-            if now - self._last_prune >= PRUNE_INTERVAL_SECONDS:
-                self._last_prune = now
-                await conn.execute(
-                    "DELETE FROM processed_updates WHERE seen_at < ?",
-                    (now - PROCESSED_UPDATES_KEEP_SECONDS,),
-                )
+            inserted = await mark_processed(conn, platform, update_id, now)
+            self._last_prune = await prune_processed(conn, now, self._last_prune)
         return inserted
 
     async def add_pin(self, chat_key: str, text: str, author: str | None) -> Pin:
