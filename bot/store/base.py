@@ -271,7 +271,7 @@ class TranscriptStore(Protocol):
         compacted: Sequence[NewMessage],
         watermark: int | None,
         *,
-        state: CompressorState | None = None,
+        state: StateDelta | None = None,
         system_prompt: str | None = None,
         event: CompressionEvent | None = None,
         holder: str | None = None,
@@ -280,7 +280,8 @@ class TranscriptStore(Protocol):
 
         Archives the active rows up to and including the row `watermark` (in transcript order;
         None archives nothing) and inserts `compacted` in their place, before the rows that came
-        after it; writes `state`, `system_prompt` and `event`; releases `holder`'s lock.
+        after it; applies the `state` delta to the current state; writes `system_prompt` and
+        `event`; releases `holder`'s lock.
         Compare-and-set on `session.version` (and on `holder` still owning the lock): returns
         None and changes nothing if another commit won.
         """

@@ -137,7 +137,7 @@ class CompactionWrites:
         compacted: Sequence[NewMessage],
         watermark: int | None,
         *,
-        state: CompressorState | None = None,
+        state: StateDelta | None = None,
         system_prompt: str | None = None,
         event: CompressionEvent | None = None,
         holder: str | None = None,
@@ -164,7 +164,8 @@ class CompactionWrites:
                 (tokens, count, version, sid),
             )
             if state is not None:
-                await _write_state(conn, sid, state)
+                current = await one(conn, "SELECT * FROM sessions WHERE id = ?", (sid,))
+                await _write_state(conn, sid, state(rows.session_from_row(current).compressor))
             if system_prompt is not None:
                 await conn.execute(
                     "UPDATE sessions SET system_prompt = ? WHERE id = ?", (system_prompt, sid)

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from bot.app import App
-from bot.compaction import new_lock_holder
+from bot.exclusivity import new_lock_holder
 from bot.config import Config
 from bot.offline_model import OfflineModel
 from bot.store.base import StoredMessage
