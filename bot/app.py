@@ -111,6 +111,8 @@ class App:
             threshold_tokens_cap=cap,
         )
         self.gateway = Gateway(self.services)
+        # A lease left by a crashed process would hold every compaction of its session.
+        await compactor.leases.reclaim_dead()
         log.info(
             "compactbot ready: model=%s (%s) window=%d (%s) db=%s",
             self.model.name,

@@ -6,7 +6,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Callable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -53,6 +53,10 @@ class CompactionReport:
     @property
     def changed(self) -> bool:
         return self.outcome in CHANGED_OUTCOMES
+
+
+# Told the report once a background compaction has ended (committed or not).
+ReportSink = Callable[[CompactionReport], Awaitable[None]]
 
 
 @dataclass(slots=True)

@@ -7,7 +7,7 @@ import datetime as dt
 import sys
 from collections import Counter
 
-from bot import chat_settings
+from bot import chat_settings, plugins
 from bot.app import App
 from bot.chat_settings import SettingError
 from bot.config import Config
@@ -61,8 +61,7 @@ async def _chats(app: App, args: argparse.Namespace) -> None:
     if not chats:
         print("no chats yet")
         return
-    from scheduler.windows import next_run_text
-
+    jobs = plugins.jobs()
     for chat in chats:
         session = await store.active_session(chat.key)
         events = await store.list_compression_events(chat_key=chat.key, limit=20)
@@ -72,8 +71,8 @@ async def _chats(app: App, args: argparse.Namespace) -> None:
             f"{chat.key}  {chat.platform}  {chat.title or '-'}  "
             f"{session.active_messages} msgs  {session.active_tokens:,}/{window:,} tokens  "
             f"{session.compressor.compression_count} compactions  "
-            f"last {_when(last.ended_at if last else None)}  "
-            f"overnight {next_run_text(settings, app.config)}"
+            f"last {_when(last.ended_at if last else None)}"
+            + "".join(f"  {j.name} {j.next_run_text(settings, app.config)}" for j in jobs)
         )
 
 
@@ -109,9 +108,11 @@ async def _config(app: App, args: argparse.Namespace) -> None:
 async def _compress(app: App, args: argparse.Namespace) -> None:
     services = app.services
     if args.overnight:
-        from scheduler.overnight import run_overnight
-
-        reports = await run_overnight(services, ignore_window=args.now)
+        reports = [
+            found
+            for job in plugins.jobs()
+            for found in await job.run_now(services, ignore_window=args.now)
+        ]
         for key, report in reports:
             print(
                 f"{key}: {report.outcome} {report.messages_before} → {report.messages_after} "

@@ -42,6 +42,8 @@ class TurnRequest:
     compression_enabled: bool = True
     # How long the turn waits for another path's compaction before answering without it.
     compaction_wait_seconds: float = 10.0
+    # The anchor's platform id: a compaction by another path copies the row under a new id.
+    anchor_platform_id: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -225,6 +227,7 @@ class AgentRunner:
         """
         session = await self._store.get_session(turn.request.session_id)
         active = await self._store.load_active(session.id)
+        turn.anchor_id = _current_anchor(active, turn.anchor_id, turn.request.anchor_platform_id)
         turn.version = session.version
         turn.compressor = self._compactor.build_compressor(
             turn.request.settings, session.compressor
@@ -282,6 +285,16 @@ def _rows_for_turn(
     cut = ids.index(anchor_id) + 1
     own = set(own_ids)
     return active[:cut] + [m for m in active[cut:] if m.id in own]
+
+
+def _current_anchor(active: list[StoredMessage], anchor_id: int, platform_id: str | None) -> int:
+    """The anchor row, or its verbatim copy after another path compacted the original away."""
+    if platform_id is None or any(m.id == anchor_id for m in active):
+        return anchor_id
+    for row in reversed(active):
+        if row.role == "user" and row.platform_message_id == platform_id:
+            return row.id
+    return anchor_id
 
 
 def _llm_failure_text(exc: LLMError) -> str:

@@ -8,6 +8,7 @@ from datetime import UTC, datetime
 from bot.store import rows
 from bot.store.base import CompressionEvent, LockRecord, Pin, UsagePurpose, UsageRow
 from bot.store.database import Database, one
+from bot.store.settings_cache import RawSettingsCache
 from bot.store.sqlite_writes import (
     INSERT_EVENT_SQL,
     event_params,
@@ -22,6 +23,7 @@ class Bookkeeping:
     _db: Database
     _clock: Callable[[], float]
     _last_prune: float = 0.0
+    _settings_cache: RawSettingsCache
 
     # compression lock
 
@@ -76,10 +78,15 @@ class Bookkeeping:
     # per-chat settings
 
     async def get_chat_settings(self, chat_key: str) -> dict[str, str]:
+        cached = self._settings_cache.get(chat_key)
+        if cached is not None:
+            return cached
         found = await self._db.fetchall(
             "SELECT key, value FROM chat_settings WHERE chat_key = ?", (chat_key,)
         )
-        return {r["key"]: r["value"] for r in found}
+        values = {r["key"]: r["value"] for r in found}
+        self._settings_cache.put(chat_key, values)
+        return values
 
     async def set_chat_setting(self, chat_key: str, key: str, value: str) -> None:
         async with self._db.transaction() as conn:
@@ -88,12 +95,14 @@ class Bookkeeping:
                 " ON CONFLICT(chat_key, key) DO UPDATE SET value = excluded.value",
                 (chat_key, key, value),
             )
+        self._settings_cache.drop(chat_key)
 
     async def unset_chat_setting(self, chat_key: str, key: str) -> bool:
         async with self._db.transaction() as conn:
             cur = await conn.execute(
                 "DELETE FROM chat_settings WHERE chat_key = ? AND key = ?", (chat_key, key)
             )
+        self._settings_cache.drop(chat_key)
         return cur.rowcount == 1
 
     # events, usage, dedup, pins

@@ -21,6 +21,7 @@ from bot.store.base import (
 from bot.store.bookkeeping import Bookkeeping
 from bot.store.database import Database, one
 from bot.store.migrations import TRIGRAM
+from bot.store.settings_cache import RawSettingsCache
 from bot.store.sqlite_writes import (
     COUNT_ACTIVE_SQL,
     OPEN_SESSION_SQL,
@@ -43,6 +44,7 @@ class SqliteStore(CompactionWrites, Bookkeeping):
         self._db = Database(path)
         self._clock = clock
         self._last_prune = 0.0
+        self._settings_cache = RawSettingsCache(clock)
 
     @property
     def fts_tokenizer(self) -> str:
@@ -146,6 +148,8 @@ class SqliteStore(CompactionWrites, Bookkeeping):
                 "UPDATE chats SET parent_key = ? WHERE parent_key = ?", (new_key, old_key)
             )
             await conn.execute("DELETE FROM chats WHERE key = ?", (old_key,))
+        self._settings_cache.drop(old_key)
+        self._settings_cache.drop(new_key)
         log.info("chat migrated (chat=%s new_chat=%s)", old_key, new_key)
 
     async def active_session(self, chat_key: str, scope_user: str | None = None) -> SessionRecord:
