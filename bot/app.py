@@ -58,9 +58,11 @@ class App:
         llm: LLMClient | None = None,
         store: Store | None = None,
         clock: Callable[[], float] = time.time,
+        summarizer_factory: SummarizerFactory | None = None,
     ) -> None:
         self.config = config
         self._llm = llm
+        self._summarizers = summarizer_factory
         self._store = store
         self._clock = clock
         self._openai: openai.AsyncOpenAI | None = None
@@ -95,7 +97,7 @@ class App:
         compactor = SessionCompactor(
             store,
             counter,
-            self._summarizer_factory(llm),
+            self._summarizers or self._summarizer_factory(llm),
             lock_ttl_seconds=config.compression.lock_ttl_seconds,
             clock=self._clock,
             engine=engine,
