@@ -99,7 +99,9 @@ async def running(
 async def chatter(app: App, adapter: RecordingAdapter, count: int, *, start: int = 0) -> None:
     """`count` unaddressed messages with markers `m<i>`, each long enough to be summarised."""
     for i in range(start, start + count):
-        text = (
-            f"<<m{i}>> note {i}: the deploy of service {i % 7} moved to slot {i * 3}. " + FILLER * 8
-        )
-        await app.gateway.handle(group_message(text, addressed=False, author="Bob"), adapter)
+        message = group_message(chatter_text(i), addressed=False, author="Bob")
+        await app.gateway.handle(message, adapter)
+
+
+def chatter_text(i: int) -> str:
+    return f"<<m{i}>> note {i}: the deploy of service {i % 7} moved to slot {i * 3}. " + FILLER * 8
