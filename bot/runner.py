@@ -184,9 +184,11 @@ class AgentRunner:
         version = turn.version
         leases = self._compactor.leases
         if leases.in_flight(session_id):
-            await self._wait_for_compaction(turn)
+            idle = await self._wait_for_compaction(turn)
             if turn.version != version:
                 return True
+            if not idle:
+                return False  # the deadline passed: answer from the current transcript
         turn.attempts += 1
         report = await self._compactor.compact(
             session_id,
@@ -207,7 +209,7 @@ class AgentRunner:
         await self._load(turn)
         return report.changed
 
-    async def _wait_for_compaction(self, turn: _Turn) -> None:
+    async def _wait_for_compaction(self, turn: _Turn) -> bool:
         leases = self._compactor.leases
         idle = await leases.wait_idle(turn.request.session_id, turn.request.compaction_wait_seconds)
         if not idle:
@@ -219,6 +221,7 @@ class AgentRunner:
                 turn.request.session_id,
             )
         await self._load(turn)
+        return idle
 
     async def _load(self, turn: _Turn) -> None:
         """The request: the transcript up to the anchor, plus this turn's own tool round-trips.

@@ -39,12 +39,14 @@ class GatedSummarizer:
     started: asyncio.Event = field(default_factory=asyncio.Event)
     release: asyncio.Event = field(default_factory=asyncio.Event)
     calls: int = 0
+    # A fixed summary (a model that keeps it short), else the built-in extractive one.
+    text: str | None = None
 
     async def summarize(self, request: SummaryRequest) -> str:
         self.calls += 1
         self.started.set()
         await self.release.wait()
-        return deterministic_summary(request, unavailable=False)
+        return self.text or deterministic_summary(request, unavailable=False)
 
     def factory(self, _usage: UsageSink) -> Summarizer:
         return self
