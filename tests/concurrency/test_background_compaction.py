@@ -21,6 +21,10 @@ SMALL = {
 }
 
 
+# A model's summary stays short; the built-in extractive one grows with each merge.
+SHORT_SUMMARY = "## Key facts\n- The team moved service deploys to new slots."
+
+
 def prompt_tokens(messages: list[dict]) -> int:
     return counter_for(None).count_messages(messages)
 

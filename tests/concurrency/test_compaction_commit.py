@@ -249,7 +249,7 @@ async def test_renewal_failure_before_the_commit_stops_the_compaction_cleanly(
 
 
 async def test_stale_lease_of_a_dead_process_is_reclaimed_at_startup(tmp_path: Path) -> None:
-    dead = subprocess.run(
+    dead = subprocess.run(  # noqa: ASYNC221 (a process that has exited: its pid is free)
         [sys.executable, "-c", "import os; print(os.getpid())"],
         check=True,
         capture_output=True,

@@ -68,7 +68,7 @@ async def test_new_then_a_message_puts_the_message_in_the_new_session(tmp_path: 
         new = await store.active_session(CHAT)
         assert new.id != old.id
         rows = await store.load_active(new.id)
-        assert [r.content for r in rows][0] == "[Alice] <<mq>> @bot what is the project called?"
+        assert rows[0].content == "[Alice] <<mq>> @bot what is the project called?"
         assert not any("Nimbus" in str(m.get("content")) for m in llm.requests[-1])
         assert adapter.texts()[0].startswith("🆕")
 
