@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
 from typing import Any
 
 import aiosqlite
@@ -65,7 +66,8 @@ class CompactionWrites:
         now = self._clock()
         results: list[IngestResult] = []
         async with self._db.transaction() as conn:
-            sessions: dict[tuple[str, str | None], int] = {}
+            # Per session of the batch: its row, its next seq, what the batch added.
+            open_sessions: dict[tuple[str, str | None], _Appending] = {}
             for item in items:
                 if item.update_id is not None and not await mark_processed(
                     conn, item.platform, item.update_id, now
@@ -84,39 +86,30 @@ class CompactionWrites:
                             now,
                         ),
                     )
-                results.append(await self._ingest_one(conn, item, now, sessions))
+                appending = await self._appending(conn, item, now, open_sessions)
+                results.append(await appending.add(conn, item.message, now))
+            for appending in open_sessions.values():
+                await appending.flush(conn, now)
             self._last_prune = await prune_processed(conn, now, self._last_prune)
         return results
 
-    async def _ingest_one(
+    async def _appending(
         self,
         conn: aiosqlite.Connection,
         item: IngestItem,
         now: float,
-        sessions: dict[tuple[str, str | None], int],
-    ) -> IngestResult:
+        open_sessions: dict[tuple[str, str | None], _Appending],
+    ) -> _Appending:
         scope = (item.chat_key, item.scope_user)
-        session_id = sessions.get(scope)
-        if session_id is None:
+        appending = open_sessions.get(scope)
+        if appending is None:
             row = await one(conn, OPEN_SESSION_SQL, scope)
             if row is None:
                 row = await start_session(conn, item.chat_key, item.scope_user, now)
-            session_id = sessions[scope] = int(row["id"])
-        message_id = None
-        if item.message is not None:
-            message = item.message
-            await conn.execute(
-                "UPDATE sessions SET active_tokens = active_tokens + ?,"
-                " active_messages = active_messages + 1, last_activity_at = ? WHERE id = ?",
-                (message.tokens, now, session_id),
-            )
-            seq = await max_seq(conn, session_id) + 1
-            cur = await conn.execute(
-                rows.INSERT_MESSAGE_SQL, rows.message_params(message, session_id, seq, now)
-            )
-            message_id = int(cur.lastrowid or 0)
-        row = await one(conn, "SELECT * FROM sessions WHERE id = ?", (session_id,))
-        return IngestResult(False, rows.session_from_row(row), message_id)
+            session = rows.session_from_row(row)
+            appending = _Appending(session, await max_seq(conn, session.id))
+            open_sessions[scope] = appending
+        return appending
 
     async def apply_state_delta(
         self, session_id: int, expected_version: int, delta: StateDelta
@@ -212,6 +205,45 @@ class CompactionWrites:
         if lock is None:
             log.info("compaction lease lost (chat=%s session=%d)", session.chat_key, session.id)
         return lock is not None
+
+
+@dataclass(slots=True)
+class _Appending:
+    """One session's share of an ingest batch: rows go in at once, totals once at the end."""
+
+    session: SessionRecord
+    seq: int
+    tokens: int = 0
+    messages: int = 0
+
+    async def add(
+        self, conn: aiosqlite.Connection, message: NewMessage | None, now: float
+    ) -> IngestResult:
+        message_id = None
+        if message is not None:
+            self.seq += 1
+            cur = await conn.execute(
+                rows.INSERT_MESSAGE_SQL,
+                rows.message_params(message, self.session.id, self.seq, now),
+            )
+            message_id = int(cur.lastrowid or 0)
+            self.tokens += message.tokens
+            self.messages += 1
+        session = replace(
+            self.session,
+            active_tokens=self.session.active_tokens + self.tokens,
+            active_messages=self.session.active_messages + self.messages,
+            last_activity_at=now if self.messages else self.session.last_activity_at,
+        )
+        return IngestResult(False, session, message_id)
+
+    async def flush(self, conn: aiosqlite.Connection, now: float) -> None:
+        if self.messages:
+            await conn.execute(
+                "UPDATE sessions SET active_tokens = active_tokens + ?,"
+                " active_messages = active_messages + ?, last_activity_at = ? WHERE id = ?",
+                (self.tokens, self.messages, now, self.session.id),
+            )
 
 
 async def _replace_up_to(

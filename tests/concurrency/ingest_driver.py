@@ -23,11 +23,11 @@ HANG_SECONDS = 600.0
 
 
 class StopsAfterDedup(SqliteStore):
-    async def _ingest_one(self, *args: Any, **kwargs: Any) -> Any:
+    async def _appending(self, *args: Any, **kwargs: Any) -> Any:
         sys.stdout.write("deduped\n")
         sys.stdout.flush()
         await asyncio.sleep(HANG_SECONDS)
-        return await super()._ingest_one(*args, **kwargs)
+        return await super()._appending(*args, **kwargs)
 
 
 def redelivered() -> Any:
