@@ -51,6 +51,7 @@ class Gateway:
         self._failure_noticed: dict[str, float] = {}
         self._known_chats: set[tuple[str, str | None, str | None, bool]] = set()
         self._typing: set[asyncio.Task[None]] = set()
+        self._order = ingress.ChatOrder()
         # Called with a chat key after /config changes it (the overnight scheduler listens).
         self.settings_listeners: list[Callable[[str], Awaitable[None]]] = []
 
@@ -64,17 +65,19 @@ class Gateway:
         Messages between commands share one transaction; a command is committed and run before
         anything after it is stored, so "/new" then a message puts the message in the new session.
         """
-        run: list[Delivery] = []
-        for message, adapter in batch:
-            if not ingress.allowed(message.chat_key, self.services.config.gateway.allowed_chats):
-                await self._refuse_chat(message, adapter)
-                continue
-            run.append(await self._deliver(message, adapter))
-            if run[-1].command is not None:
+        async with self._order.holding(message.chat_key for message, _ in batch):
+            run: list[Delivery] = []
+            for message, adapter in batch:
+                allowed_chats = self.services.config.gateway.allowed_chats
+                if not ingress.allowed(message.chat_key, allowed_chats):
+                    await self._refuse_chat(message, adapter)
+                    continue
+                run.append(await self._deliver(message, adapter))
+                if run[-1].command is not None:
+                    await self._store_and_route(run)
+                    run = []
+            if run:
                 await self._store_and_route(run)
-                run = []
-        if run:
-            await self._store_and_route(run)
 
     async def join(self) -> None:
         """Wait until every lane and background compaction is idle (tests, console, shutdown)."""

@@ -7,6 +7,9 @@ dedup + chat upsert + store in one transaction, then limits for what will be ans
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator, Iterable
 from dataclasses import dataclass
 
 from bot.activation import activated
@@ -101,3 +104,33 @@ def rate_limited(limiter: RateLimiter, message: InboundMessage, settings: ChatSe
     """The limits step for a group member asking faster than `user_rate_limit_per_minute`."""
     member = (message.chat_key, message.author_id)
     return message.is_group and not limiter.allow(member, settings.user_rate_limit_per_minute)
+
+
+class ChatOrder:
+    """Per-chat mutual exclusion for the ingress, so concurrent callers cannot interleave one
+    chat's updates between a command's commit and its effect. Idle chats hold no lock object."""
+
+    def __init__(self) -> None:
+        self._locks: dict[str, asyncio.Lock] = {}
+        self._users: dict[str, int] = {}
+
+    @contextlib.asynccontextmanager
+    async def holding(self, chat_keys: Iterable[str]) -> AsyncIterator[None]:
+        # Sorted, so two batches that share chats always take their locks in the same order.
+        keys = sorted(set(chat_keys))
+        for key in keys:
+            self._users[key] = self._users.get(key, 0) + 1
+            self._locks.setdefault(key, asyncio.Lock())
+        held: list[str] = []
+        try:
+            for key in keys:
+                await self._locks[key].acquire()
+                held.append(key)
+            yield
+        finally:
+            for key in held:
+                self._locks[key].release()
+            for key in keys:
+                self._users[key] -= 1
+                if not self._users[key]:
+                    del self._users[key], self._locks[key]

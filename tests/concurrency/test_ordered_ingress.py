@@ -5,9 +5,11 @@ from __future__ import annotations
 import asyncio
 import signal
 import sys
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from bot.app import App
+from bot.events import InboundMessage
 from bot.offline_model import OfflineModel
 from tests.compression.scripted import FakeClock
 from tests.concurrency.ingest_driver import UPDATE_ID, redelivered
@@ -90,3 +92,37 @@ async def test_commands_and_messages_of_a_chat_keep_arrival_order(tmp_path: Path
         pin_at = contents.index("[Alice] /pin the id is 42")
         assert contents.index("[Alice] <<m1>> @bot first") < pin_at
         assert pin_at < contents.index("[Alice] <<m2>> @bot second")
+
+
+@dataclass
+class SlowAdminAdapter(RecordingAdapter):
+    """The platform's admin lookup answers only when the test says so."""
+
+    asked: asyncio.Event = field(default_factory=asyncio.Event)
+    answer: asyncio.Event = field(default_factory=asyncio.Event)
+
+    async def is_admin(self, message: InboundMessage) -> bool:
+        self.asked.set()
+        await self.answer.wait()
+        return True
+
+
+async def test_concurrent_callers_cannot_slip_a_message_before_a_commands_effect(
+    tmp_path: Path,
+) -> None:
+    llm = GatedLLM()
+    async with running(tmp_path, llm=llm, summarizer=GatedSummarizer(), clock=FakeClock()) as app:
+        adapter = SlowAdminAdapter()
+        store = app.services.store
+        await app.gateway.handle(group_message("old talk", addressed=False), adapter)
+        old = await store.active_session(CHAT)
+        new_command = asyncio.create_task(app.gateway.handle(group_message("/new"), adapter))
+        await adapter.asked.wait()  # /new is stored and waits for the admin check
+        message = asyncio.create_task(
+            app.gateway.handle(group_message("<<mq>> after the reset", addressed=False), adapter)
+        )
+        adapter.answer.set()
+        await asyncio.gather(new_command, message)
+        rows = await store.load_history(CHAT)
+        (after,) = [r for r in rows if "after the reset" in str(r.content)]
+        assert after.session_id != old.id
