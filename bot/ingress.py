@@ -114,6 +114,10 @@ class ChatOrder:
         self._locks: dict[str, asyncio.Lock] = {}
         self._users: dict[str, int] = {}
 
+    @property
+    def chats_in_use(self) -> int:
+        return len(self._locks)
+
     @contextlib.asynccontextmanager
     async def holding(self, chat_keys: Iterable[str]) -> AsyncIterator[None]:
         # Sorted, so two batches that share chats always take their locks in the same order.
