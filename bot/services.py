@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import enum
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -16,6 +17,14 @@ from bot.runner import AgentRunner
 from bot.store.base import Store
 from compression import CompressorConfig
 from compression.tokens import TokenCounter
+
+
+class _Parent(enum.Enum):
+    LOOK_UP = "look up"
+
+
+# "Read the chat row to find its parent": callers that know the parent pass it (or None).
+LOOK_UP_PARENT = _Parent.LOOK_UP
 
 
 @dataclass(slots=True)
@@ -45,22 +54,24 @@ class Services:
         return self.runner
 
     async def raw_settings(
-        self, chat_key: str, parent_key: str | None = None
+        self, chat_key: str, parent_key: str | None | _Parent = LOOK_UP_PARENT
     ) -> tuple[dict[str, str], dict[str, str] | None]:
         """The chat's stored values and, for a thread, its parent chat's.
 
-        A caller that knows the parent (the ingress: the platform says) saves the chat lookup.
+        The ingress knows the parent (the platform says), which saves a chat lookup per message.
         """
-        if parent_key is None:
+        if parent_key is LOOK_UP_PARENT:
             chat = await self.store.get_chat(chat_key)
             parent_key = chat.parent_key if chat is not None else None
         raw = await self.store.get_chat_settings(chat_key)
         parent_raw = None
-        if parent_key:
+        if isinstance(parent_key, str):
             parent_raw = await self.store.get_chat_settings(parent_key)
         return raw, parent_raw
 
-    async def settings_for(self, chat_key: str, parent_key: str | None = None) -> ChatSettings:
+    async def settings_for(
+        self, chat_key: str, parent_key: str | None | _Parent = LOOK_UP_PARENT
+    ) -> ChatSettings:
         """The chat's settings: its own values, else its parent chat's, else operator defaults."""
         raw, parent_raw = await self.raw_settings(chat_key, parent_key)
         return chat_settings.resolve(raw, parent_raw, self.config)
