@@ -183,9 +183,13 @@ class SessionCompactor:
             self.leases.finished(lease)
 
     async def _under_lease(self, lease: Lease, job: _Job) -> CompactionReport:
+        try:
+            session = await self._store.get_session(lease.session_id)
+        except BaseException:
+            await self._release(lease)
+            raise
         lost = asyncio.Event()
         renewer = asyncio.create_task(self._keep_lease(lease, lost))
-        session = await self._store.get_session(lease.session_id)
         committed = False
         try:
             outcome = await _unless_lost(self._compress(session, job), lost)

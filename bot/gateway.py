@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
 
 from bot import ingress
 from bot.background_compactions import BackgroundCompactions
@@ -35,6 +36,12 @@ KNOWN_CHATS_MAX = 100_000
 BUDGET_NOTICE_INTERVAL_SECONDS = 86_400.0
 
 Inbound = tuple[InboundMessage, Adapter]
+
+
+@dataclass(frozen=True, slots=True)
+class _Refusal:
+    text: str
+    say: bool  # False when the chat (or member) was already told within the window
 
 
 class Gateway:
@@ -164,8 +171,8 @@ class Gateway:
             return
         refusal = await self._limit_refusal(message, delivery.settings)
         if refusal is not None:
-            if refusal[1]:
-                self.lanes.submit(lane, lambda: self._send(adapter, target, refusal[0]))
+            if refusal.say:
+                self.lanes.submit(lane, lambda: self._send(adapter, target, refusal.text))
             return
         typing_done = self._start_typing(adapter, target)
         anchor = result.message_id
@@ -207,22 +214,22 @@ class Gateway:
 
     async def _limit_refusal(
         self, message: InboundMessage, settings: ChatSettings
-    ) -> tuple[str, bool] | None:
-        """(why, say it) when a limit stops this answer; each notice is said once per window."""
+    ) -> _Refusal | None:
+        """Why this message gets no answer, if a limit applies; each is said once per window."""
         member = (message.chat_key, message.author_id)
         if ingress.rate_limited(self._rate, message, settings):
-            return (
+            return _Refusal(
                 f"{message.author_name}, you're sending messages faster than I can answer; "
                 "please slow down a little.",
-                self._rate_notices.first(member),
+                say=self._rate_notices.first(member),
             )
         now = self.services.clock()
         if await budget_exceeded(
             self.services.store, message.chat_key, settings.daily_token_budget, now=now
         ):
-            return (
+            return _Refusal(
                 "This chat has used its token budget for today; I'll be back tomorrow (UTC).",
-                self._budget_notices.first((message.chat_key, utc_day(now))),
+                say=self._budget_notices.first((message.chat_key, utc_day(now))),
             )
         return None
 

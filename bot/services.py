@@ -54,7 +54,7 @@ class Services:
         return self.runner
 
     async def raw_settings(
-        self, chat_key: str, parent_key: str | None | _Parent = LOOK_UP_PARENT
+        self, chat_key: str, parent_key: str | _Parent | None = LOOK_UP_PARENT
     ) -> tuple[dict[str, str], dict[str, str] | None]:
         """The chat's stored values and, for a thread, its parent chat's.
 
@@ -70,7 +70,7 @@ class Services:
         return raw, parent_raw
 
     async def settings_for(
-        self, chat_key: str, parent_key: str | None | _Parent = LOOK_UP_PARENT
+        self, chat_key: str, parent_key: str | _Parent | None = LOOK_UP_PARENT
     ) -> ChatSettings:
         """The chat's settings: its own values, else its parent chat's, else operator defaults."""
         raw, parent_raw = await self.raw_settings(chat_key, parent_key)
