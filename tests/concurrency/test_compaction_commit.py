@@ -194,6 +194,10 @@ async def immediate(_seconds: float) -> None:
     await asyncio.sleep(0)
 
 
+async def never(_seconds: float) -> None:
+    await asyncio.Event().wait()
+
+
 async def test_renewal_failure_after_the_commit_raises_nothing(tmp_path: Path) -> None:
     clock = ManualClock()
     async with SqliteStore(tmp_path / "s.db", clock=clock) as raw:
@@ -267,3 +271,72 @@ async def test_stale_lease_of_a_dead_process_is_reclaimed_at_startup(tmp_path: P
         assert await store.lock_holder(first.id) is None
         # Another host's holder may be alive: only its expiry frees the session.
         assert await store.lock_holder(second.id) == "other-host:1:hygiene:1"
+
+
+@dataclass
+class CrashingCalls:
+    """The real store, except that its `crash_at`-th call (of any method) raises."""
+
+    inner: SqliteStore
+    crash_at: int | None = None
+    calls: list[str] = field(default_factory=list)
+
+    def __getattr__(self, name: str) -> Any:
+        attribute = getattr(self.inner, name)
+        if not asyncio.iscoroutinefunction(attribute):
+            return attribute
+
+        async def call(*args: Any, **kwargs: Any) -> Any:
+            if self.crash_at is not None and len(self.calls) == self.crash_at:
+                self.calls.append(name)
+                raise InjectedCrash(name)
+            self.calls.append(name)
+            return await attribute(*args, **kwargs)
+
+        return call
+
+
+async def test_crash_between_any_two_steps_of_a_compaction_leaves_old_or_new_whole(
+    tmp_path: Path,
+) -> None:
+    clock = ManualClock()
+    summarizer = GatedSummarizer()
+    summarizer.release.set()
+
+    def compactor_on(store: CrashingCalls) -> SessionCompactor:
+        return SessionCompactor(
+            store,  # type: ignore[arg-type]
+            counter_for(None),
+            summarizer.factory,
+            clock=clock,
+            leases=StoreLeases(store, ttl_seconds=300, sleep=immediate),  # type: ignore[arg-type]
+            sleep=never,  # the renewer never wakes: only the compaction's own steps are counted
+        )
+
+    template = tmp_path / "template.db"
+    async with SqliteStore(template, clock=clock) as raw:
+        session, _ = await seeded(raw)
+        before = (await snapshot(raw, session.id))[:2]
+    shutil.copy(template, tmp_path / "clean.db")
+    async with SqliteStore(tmp_path / "clean.db", clock=clock) as raw:
+        clean = CrashingCalls(raw)
+        report = await compactor_on(clean).compact(
+            session.id, trigger="manual", settings=SETTINGS, system_prompt="s", force=True
+        )
+        assert report.changed
+        after = (await snapshot(raw, session.id))[:2]
+    steps = len(clean.calls)
+    assert "archive_and_compact" in clean.calls and steps >= 5
+    for crash_at in range(steps):
+        path = tmp_path / f"steps-{crash_at}.db"
+        shutil.copy(template, path)
+        async with SqliteStore(path, clock=clock) as raw:
+            store = CrashingCalls(raw, crash_at)
+            with contextlib.suppress(InjectedCrash):
+                await compactor_on(store).compact(
+                    session.id, trigger="manual", settings=SETTINGS, system_prompt="s", force=True
+                )
+            state = (await snapshot(raw, session.id))[:2]
+            committed = "archive_and_compact" in store.calls[:crash_at]
+            # The commit is the one step that changes the session: before it, the old session.
+            assert state == (after if committed else before), f"crash at {store.calls[-1]}"
