@@ -24,7 +24,9 @@ HARD_LIMIT = 22  # the 22nd message fires hygiene in the hygiene interleaving
 CHATTER = 20
 
 
-async def start_compaction(path: str, app: App, clock: FakeClock) -> asyncio.Task[object]:
+async def start_compaction(
+    path: str, app: App, clock: FakeClock, summarizer: GatedSummarizer
+) -> asyncio.Task[object]:
     services = app.services
     session = await services.store.active_session(CHAT)
     if path == "hygiene":
@@ -48,11 +50,8 @@ async def start_compaction(path: str, app: App, clock: FakeClock) -> asyncio.Tas
                 force=True,
             )
 
-    factory = app_summarizer[app].factory
+    factory = summarizer.factory
     return asyncio.create_task(cli())
-
-
-app_summarizer: dict[App, GatedSummarizer] = {}
 
 
 @pytest.mark.parametrize("path", ["hygiene", "overnight", "cli"])
@@ -67,14 +66,13 @@ async def test_state_is_never_overwritten_across_a_turn_and_a_compaction(
     async with running(
         tmp_path, llm=llm, summarizer=summarizer, clock=clock, sections=sections
     ) as app:
-        app_summarizer[app] = summarizer
         adapter = RecordingAdapter()
         await chatter(app, adapter, CHATTER)
         store = app.services.store
         session = await store.active_session(CHAT)
         await app.gateway.handle(group_message("<<mq1>> @bot where did service 3 go?"), adapter)
         await llm.called.wait()  # the turn is inside its model call
-        compaction = await start_compaction(path, app, clock)
+        compaction = await start_compaction(path, app, clock, summarizer)
         await summarizer.started.wait()  # the summary is being written
         if order == "compaction_commits_first":
             summarizer.release.set()
@@ -95,7 +93,6 @@ async def test_state_is_never_overwritten_across_a_turn_and_a_compaction(
         assert [e.outcome for e in events if e.outcome in ("compressed", "fallback")] == [
             "compressed"
         ]
-        del app_summarizer[app]
 
 
 async def test_turn_prompt_tokens_after_the_compaction_are_recorded(tmp_path: Path) -> None:
