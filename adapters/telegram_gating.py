@@ -75,7 +75,7 @@ def addressing(message: Message, me: BotSelf) -> Addressing:
         return Addressing.DIRECT
     other_bots = False
     plain_mention = False
-    for entity, text in message.parse_entities(list(_ADDRESS_ENTITIES)).items():
+    for entity, text in _entities(message).items():
         if entity.type == MessageEntity.BOT_COMMAND:
             _, _, target = text.partition("@")
             if target and not me.is_me(target):
@@ -100,6 +100,14 @@ def addressing(message: Message, me: BotSelf) -> Addressing:
     if other_bots and not plain_mention:
         return Addressing.NOT_FOR_US
     return Addressing.MENTIONS_OTHERS if plain_mention else Addressing.OBSERVE
+
+
+def _entities(message: Message) -> dict[MessageEntity, str]:
+    """The addressing entities; none when their UTF-16 offsets split a character (bad input)."""
+    try:
+        return message.parse_entities(list(_ADDRESS_ENTITIES))
+    except UnicodeDecodeError:
+        return {}
 
 
 def to_inbound(
