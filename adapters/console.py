@@ -12,6 +12,7 @@ from collections.abc import AsyncIterator, Callable, Iterable
 from typing import TextIO
 
 from bot.events import InboundMessage, ReplyTarget
+from bot.gateway import Gateway
 
 PLATFORM = "console"
 DEFAULT_SPEAKER = "you"
@@ -121,3 +122,11 @@ async def run_console(
         settled = settle()
         if asyncio.iscoroutine(settled):
             await settled
+
+
+async def serve_console(
+    gateway: Gateway, room: str, admins: Iterable[str], stream: TextIO | None = None
+) -> None:
+    """The `compactbot.console` entry point: one room on stdin (or `stream`) until EOF."""
+    adapter = ConsoleAdapter(room, admins=admins)
+    await run_console(adapter, gateway.handle, gateway.join, stream)

@@ -14,7 +14,6 @@ from discord import app_commands
 
 from adapters.discord_gating import (
     PLATFORM,
-    addressed_directly,
     ignore_reason,
     is_admin_permissions,
     message_facts,
@@ -22,9 +21,8 @@ from adapters.discord_gating import (
 )
 from adapters.discord_slash import PendingInteractions, slash_commands, slash_inbound
 from adapters.discord_text import discord_chunks, neutralize_mass_mentions
-from bot import chat_settings
-from bot.chat_settings import Activation, ChatSettings
-from bot.events import Adapter, DeliveryError, InboundMessage, ReplyTarget, chat_key
+from bot.events import Adapter, DeliveryError, InboundMessage, ReplyTarget
+from bot.lanes import LaneScheduler
 
 if TYPE_CHECKING:
     from bot.config import Config
@@ -43,6 +41,9 @@ MEMBER_LOOKUP_TIMEOUT_SECONDS = 10.0
 SEND_RETRY_BACKOFF_SECONDS = (1.0, 3.0)
 SERVER_ERROR_STATUS = 500
 TOO_MANY_REQUESTS = 429  # only reaches us without Discord's `Via` header (a Cloudflare limit)
+
+# Channels whose events are stored at once; a channel's own events always go one at a time.
+INBOUND_CHANNELS_CONCURRENT = 64
 
 NO_PINGS = discord.AllowedMentions.none()  # model output never pings @everyone, roles or users
 _TRANSPORT_ERRORS = (aiohttp.ClientError, OSError, TimeoutError)
@@ -75,7 +76,7 @@ class _Client(discord.Client):
         log.info("discord: connected as %s, %d guilds", name, len(self.guilds))
 
     async def on_message(self, message: discord.Message) -> None:
-        await self.platform.on_message(message)
+        self.platform.on_message(message)
 
 
 class DiscordPlatform:
@@ -100,6 +101,9 @@ class DiscordPlatform:
         self._client: _Client | None = None
         self._task: asyncio.Task[None] | None = None
         self._interactions = PendingInteractions()
+        # discord.py runs each event in its own task; this queues a channel's events in the
+        # order they arrived, before anything awaits, so they are stored in that order.
+        self._inbound = LaneScheduler(INBOUND_CHANNELS_CONCURRENT)
 
     # --- lifecycle ------------------------------------------------------------------------
 
@@ -138,6 +142,8 @@ class DiscordPlatform:
         """Close the connection and wait for the client task; safe to call twice."""
         client, task = self._client, self._task
         self._client, self._task = None, None
+        with contextlib.suppress(Exception):
+            await self._inbound.join()
         if client is not None:
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(client.close(), CLOSE_TIMEOUT_SECONDS)
@@ -171,7 +177,8 @@ class DiscordPlatform:
 
     # --- inbound --------------------------------------------------------------------------
 
-    async def on_message(self, message: discord.Message) -> None:
+    def on_message(self, message: discord.Message) -> None:
+        """Queue the message behind its channel's earlier ones; nothing here may await."""
         client = self._client
         if client is None or client.user is None:
             return
@@ -179,13 +186,8 @@ class DiscordPlatform:
         facts = message_facts(message)
         if ignore_reason(facts, bot_id) is not None:
             return
-        activation: Activation = "mention"
-        keyword: str | None = None
-        if not addressed_directly(facts, bot_id):
-            settings = await self._settings(facts.chat_id, facts.thread_id)
-            activation, keyword = settings.activation, settings.keyword
-        inbound = to_inbound(facts, bot_id=bot_id, activation=activation, keyword=keyword)
-        await self._handle(inbound)
+        inbound = to_inbound(facts, bot_id=bot_id)
+        self._inbound.submit(facts.channel_id, lambda: self._handle(inbound))
 
     async def _run_slash(self, interaction: discord.Interaction, name: str, args: str) -> None:
         inbound = slash_inbound(interaction, name, args)
@@ -196,20 +198,14 @@ class DiscordPlatform:
         except (discord.HTTPException, *_TRANSPORT_ERRORS):
             # Too late to acknowledge: run the command anyway and answer in the channel.
             log.warning("discord: could not defer a slash command (chat=%s)", inbound.chat_key)
-        await self._handle(inbound)
+        channel = inbound.thread_id or inbound.chat_id
+        self._inbound.submit(channel, lambda: self._handle(inbound))
 
     async def _handle(self, inbound: InboundMessage) -> None:
         try:
             await self._gateway.handle(inbound, self)
         except Exception:
             log.exception("discord: message handling failed (chat=%s)", inbound.chat_key)
-
-    async def _settings(self, chat_id: str, thread_id: str | None) -> ChatSettings:
-        """Resolved before the gateway has recorded the chat, so a new thread still inherits."""
-        store = self._gateway.services.store
-        raw = await store.get_chat_settings(chat_key(PLATFORM, chat_id, thread_id))
-        parent = await store.get_chat_settings(chat_key(PLATFORM, chat_id)) if thread_id else None
-        return chat_settings.resolve(raw, parent, self._config)
 
     # --- Adapter protocol -----------------------------------------------------------------
 
@@ -368,3 +364,8 @@ def _report_client_exit(task: asyncio.Task[None]) -> None:
 def _transient(exc: discord.HTTPException) -> bool:
     """Worth retrying: a server error or an unexplained 429. Other 4xx would fail the same way."""
     return exc.status >= SERVER_ERROR_STATUS or exc.status == TOO_MANY_REQUESTS
+
+
+def platform_from_config(config: Config, gateway: MessageGateway) -> DiscordPlatform | None:
+    """The `compactbot.platforms` entry point: Discord when a bot token is configured."""
+    return DiscordPlatform(config, gateway) if config.discord.token is not None else None

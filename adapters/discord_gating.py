@@ -11,7 +11,6 @@ from dataclasses import dataclass
 
 import discord
 
-from bot.chat_settings import Activation
 from bot.events import InboundMessage
 from bot.unicode_repair import repair_text
 
@@ -112,22 +111,9 @@ def addressed_directly(facts: DiscordFacts, bot_id: str) -> bool:
     )
 
 
-def addressed_by_activation(
-    facts: DiscordFacts, bot_id: str, activation: Activation, keyword: str | None
-) -> bool:
-    """Whether the chat's activation setting makes an otherwise unaddressed message a question."""
-    if activation == "mention":
-        return False
-    if facts.mentions and not mentions_bot(facts, bot_id):
-        return False  # people talking to someone else are not talking to the bot
-    if activation == "always":
-        return True
-    return keyword is not None and contains_keyword(facts.text, keyword)
-
-
-def contains_keyword(text: str, keyword: str) -> bool:
-    pattern = rf"(?<!\w){re.escape(keyword.strip())}(?!\w)"
-    return re.search(pattern, text, re.IGNORECASE) is not None
+def mentions_others(facts: DiscordFacts, bot_id: str) -> bool:
+    """Someone other than the bot is @mentioned: activation never makes it a request."""
+    return any(user_id != bot_id for user_id, _ in facts.mentions)
 
 
 def model_text(facts: DiscordFacts, bot_id: str) -> str:
@@ -143,13 +129,9 @@ def model_text(facts: DiscordFacts, bot_id: str) -> str:
     return _USER_MENTION_RE.sub(replace, facts.text).strip()
 
 
-def to_inbound(
-    facts: DiscordFacts, *, bot_id: str, activation: Activation, keyword: str | None
-) -> InboundMessage:
-    """The normalized event for the gateway; unaddressed messages are observed, not answered."""
-    addressed = addressed_directly(facts, bot_id) or addressed_by_activation(
-        facts, bot_id, activation, keyword
-    )
+def to_inbound(facts: DiscordFacts, *, bot_id: str) -> InboundMessage:
+    """The normalized event; the gateway applies the chat's activation to unaddressed ones."""
+    addressed = addressed_directly(facts, bot_id)
     return InboundMessage(
         platform=PLATFORM,
         chat_id=facts.chat_id,
@@ -165,6 +147,7 @@ def to_inbound(
         reply_to=facts.reply_to_id,
         chat_title=facts.chat_title,
         is_admin=facts.is_admin,
+        mentions_others=not addressed and mentions_others(facts, bot_id),
     )
 
 

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import dataclasses
 import logging
 import time
 from collections.abc import Callable
@@ -36,7 +35,6 @@ from adapters.telegram_gating import (
     PLATFORM,
     Addressing,
     BotSelf,
-    activated,
     addressing,
     migration,
     skip_reason,
@@ -231,14 +229,13 @@ class TelegramPlatform:
         if decision is Addressing.NOT_FOR_US:
             log.debug("telegram: update %s is for another bot", update.update_id)
             return
-        inbound = to_inbound(message, update.update_id, addressed=decision is Addressing.DIRECT)
-        if not inbound.addressed and await self._activated(inbound):
-            inbound = dataclasses.replace(inbound, addressed=True)
+        inbound = to_inbound(
+            message,
+            update.update_id,
+            addressed=decision is Addressing.DIRECT,
+            mentions_others=decision is Addressing.MENTIONS_OTHERS,
+        )
         await self._gateway.handle(inbound, self)
-
-    async def _activated(self, inbound: InboundMessage) -> bool:
-        settings = await self._gateway.services.settings_for(inbound.chat_key)
-        return activated(settings.activation, settings.keyword, inbound.text)
 
     # --- Adapter -----------------------------------------------------------------------
 
@@ -305,3 +302,8 @@ def _build_application(config: TelegramConfig) -> Application:
         if base.endswith("/bot"):
             builder = builder.base_file_url(base.removesuffix("/bot") + "/file/bot")
     return builder.build()
+
+
+def platform_from_config(config: Config, gateway: Gateway) -> TelegramPlatform | None:
+    """The `compactbot.platforms` entry point: Telegram when a bot token is configured."""
+    return TelegramPlatform(config, gateway) if config.telegram.token is not None else None

@@ -35,6 +35,7 @@ class Addressing(enum.Enum):
 
     DIRECT = "direct"  # private chat, @mention, reply to the bot, or a command for us
     OBSERVE = "observe"  # group talk: stored as context; activation may still address it
+    MENTIONS_OTHERS = "mentions_others"  # talk to someone else: stored, never activated
     NOT_FOR_US = "not_for_us"  # /cmd@other_bot, or @mentions of other bots only: not stored
 
 
@@ -73,7 +74,7 @@ def addressing(message: Message, me: BotSelf) -> Addressing:
         return Addressing.DIRECT
     other_bots = False
     plain_mention = False
-    for entity, text in message.parse_entities(list(_ADDRESS_ENTITIES)).items():
+    for entity, text in _entities(message).items():
         if entity.type == MessageEntity.BOT_COMMAND:
             _, _, target = text.partition("@")
             if target and not me.is_me(target):
@@ -97,19 +98,20 @@ def addressing(message: Message, me: BotSelf) -> Addressing:
             plain_mention = plain_mention or not entity.user.is_bot
     if other_bots and not plain_mention:
         return Addressing.NOT_FOR_US
-    return Addressing.OBSERVE
+    return Addressing.MENTIONS_OTHERS if plain_mention else Addressing.OBSERVE
 
 
-def activated(activation: str, keyword: str | None, text: str) -> bool:
-    """Whether the chat's activation setting makes an unaddressed message a request."""
-    if activation == "always":
-        return True
-    if activation == "keyword" and keyword:
-        return keyword.casefold() in text.casefold()
-    return False
+def _entities(message: Message) -> dict[MessageEntity, str]:
+    """The addressing entities; none when their UTF-16 offsets split a character (bad input)."""
+    try:
+        return message.parse_entities(list(_ADDRESS_ENTITIES))
+    except UnicodeDecodeError:
+        return {}
 
 
-def to_inbound(message: Message, update_id: int, *, addressed: bool) -> InboundMessage:
+def to_inbound(
+    message: Message, update_id: int, *, addressed: bool, mentions_others: bool = False
+) -> InboundMessage:
     """The platform-neutral message; a forum topic becomes a chat of its own via thread_id."""
     chat = message.chat
     author_id, author_name = _author(message)
@@ -133,6 +135,7 @@ def to_inbound(message: Message, update_id: int, *, addressed: bool) -> InboundM
         chat_title=chat.title,
         # An anonymous admin posts as the group itself; Telegram only lets admins do that.
         is_admin=True if _sent_as_the_group(message) else None,
+        mentions_others=mentions_others,
     )
 
 

@@ -130,7 +130,7 @@ async def _level(
         begin = time.perf_counter()
         await asyncio.gather(*((paced if paced_seconds else closed)(c) for c in range(chats)))
         await asyncio.gather(*pending)
-        await gateway.lanes.join()
+        await gateway.join()
         wall = time.perf_counter() - begin
         peak = 0.0
         if trace:

@@ -151,7 +151,7 @@ async def soak(plan: Plan, directory: Path) -> Outcome:
         begin = time.perf_counter()
         await asyncio.gather(*(chat(c) for c in range(plan.chats)))
         outcome.ingest = time.perf_counter() - begin
-        await gateway.lanes.join()
+        await gateway.join()
         outcome.wall = time.perf_counter() - begin
         # Compactions started by hygiene may outlive the turn that waited for them.
         while gateway._background:  # noqa: ASYNC110 - no public "idle" signal to wait on

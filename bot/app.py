@@ -60,9 +60,11 @@ class App:
         llm: LLMClient | None = None,
         store: Store | None = None,
         clock: Callable[[], float] = time.time,
+        summarizer_factory: SummarizerFactory | None = None,
     ) -> None:
         self.config = config
         self._llm = llm
+        self._summarizers = summarizer_factory
         self._store = store
         self._clock = clock
         self._openai: openai.AsyncOpenAI | None = None
@@ -103,7 +105,7 @@ class App:
         compactor = SessionCompactor(
             store,
             counter,
-            self._summarizer_factory(llm),
+            self._summarizers or self._summarizer_factory(llm),
             lock_ttl_seconds=config.compression.lock_ttl_seconds,
             clock=self._clock,
             engine=engine,
@@ -121,6 +123,8 @@ class App:
         )
         self.gateway = Gateway(self.services)
         await self._watch(store)
+        # A lease left by a crashed process would hold every compaction of its session.
+        await compactor.leases.reclaim_dead()
         log.info(
             "compactbot ready: model=%s (%s) window=%d (%s) db=%s",
             self.model.name,

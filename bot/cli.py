@@ -97,22 +97,27 @@ def main(argv: Sequence[str] | None = None) -> None:
         code = asyncio.run(_dispatch(command, args, config))
     except KeyboardInterrupt:
         code = 0
+    except BrokenPipeError:
+        # `compactbot history … | head`: the reader has gone, which is not an error. Point
+        # stdout at devnull so the interpreter's final flush does not raise again.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        code = 0
     sys.exit(code)
 
 
 async def _dispatch(command: str, args: argparse.Namespace, config: Config) -> int:
-    from bot import operator_cli, service
+    from bot import modes, operator_cli
 
     if command == "doctor":
         from bot.doctor import run_doctor
 
         return await run_doctor(config, live=args.live)
     if command == "run":
-        return await service.run(config)
+        return await modes.run(config)
     if command == "store":
         return await store_cli.dispatch(args)
     if command == "console":
-        return await service.console(
+        return await modes.console(
             config, room=args.room, admins=args.admin, offline=args.model == "offline"
         )
     return await operator_cli.dispatch(command, args, config)

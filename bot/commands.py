@@ -1,47 +1,88 @@
-"""The chat commands, shared by every adapter, with one admin check for the destructive ones."""
+"""The chat commands of every adapter: a public router and an admin router behind one filter.
+
+Commands run in the ordered ingress, right after they are stored, so a command such as /new
+takes effect for every message after it; their replies are queued in the chat's lane.
+"""
 
 from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from bot import chat_settings
 from bot.chat_settings import ChatSettings, SettingError
+from bot.compaction import CompactionReport, ReportSink
 from bot.events import Adapter, InboundMessage
 from bot.limits import utc_day
+from bot.services import Services
 from bot.status_report import status_text, usage_text
 from bot.store.base import NewMessage
 
-if TYPE_CHECKING:
-    from bot.gateway import Gateway
-
 log = logging.getLogger(__name__)
 
-_COMMAND = re.compile(r"^/([A-Za-z][A-Za-z0-9_]{0,31})(?:@[A-Za-z0-9_]+)?(?:\s+(.*))?$", re.DOTALL)
+_COMMAND = re.compile(
+    r"^/([A-Za-z][A-Za-z0-9_]{0,31})(?:@([A-Za-z0-9_]+))?(?:\s+(.*))?$", re.DOTALL
+)
 MAX_PIN_CHARS = 500
+
+Reply = Callable[[str], Awaitable[None]]
+
+
+class CommandHost(Protocol):
+    """What commands need of the gateway (which satisfies it), so neither imports the other."""
+
+    @property
+    def services(self) -> Services: ...
+
+    async def is_admin(self, message: InboundMessage, adapter: Adapter) -> bool: ...
+    async def settings_changed(self, chat_key: str) -> None: ...
+    def start_compaction(
+        self,
+        session_id: int,
+        chat_key: str,
+        settings: ChatSettings,
+        *,
+        trigger: str,
+        force: bool,
+        focus: str | None,
+        on_done: ReportSink,
+    ) -> bool:
+        """Compact in the background, `on_done` after it ends; False if one is already running."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class Command:
+    name: str
+    args: str
+    # The `@name` of `/cmd@name`: the platform already dropped commands for other bots.
+    target: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
 class CommandContext:
     message: InboundMessage
     adapter: Adapter
-    gateway: Gateway
+    host: CommandHost
     session_id: int
     settings: ChatSettings
+    # Sends a line to the chat later (a background compaction's report), in the chat's order.
+    reply: Reply
 
 
 Handler = Callable[[str, CommandContext], Awaitable[list[str]]]
+Filter = Callable[[CommandContext], Awaitable[bool]]
 
 
-def parse_command(text: str) -> tuple[str, str] | None:
-    """`/name[@bot] args` → (name, args); None for ordinary text."""
+def parse_command(text: str) -> Command | None:
+    """`/name[@bot] args` → Command; None for ordinary text."""
     match = _COMMAND.match(text.strip())
     if match is None:
         return None
-    return match.group(1).lower(), (match.group(2) or "").strip()
+    return Command(match.group(1).lower(), (match.group(3) or "").strip(), match.group(2))
 
 
 HELP_TEXT = """\
@@ -60,7 +101,7 @@ async def _help(args: str, ctx: CommandContext) -> list[str]:
 
 
 async def _status(args: str, ctx: CommandContext) -> list[str]:
-    services = ctx.gateway.services
+    services = ctx.host.services
     store = services.store
     session = await store.get_session(ctx.session_id)
     events = await store.list_compression_events(chat_key=session.chat_key, limit=20)
@@ -70,6 +111,7 @@ async def _status(args: str, ctx: CommandContext) -> list[str]:
             session,
             context_length=services.context_length,
             threshold=ctx.settings.threshold,
+            hygiene_threshold=ctx.settings.hygiene_threshold,
             max_tokens=services.config.model.max_tokens,
             archived_messages=await store.count_archived(session.chat_key),
             last_compaction=last,
@@ -81,18 +123,30 @@ async def _status(args: str, ctx: CommandContext) -> list[str]:
 async def _compress(args: str, ctx: CommandContext) -> list[str]:
     show = "--show" in args.split()
     focus = " ".join(word for word in args.split() if word != "--show") or None
-    services = ctx.gateway.services
-    report = await services.compactor.compact(
+
+    async def report_done(report: CompactionReport) -> None:
+        for line in compress_report_lines(report, focus=focus, show=show):
+            await ctx.reply(line)
+
+    started = ctx.host.start_compaction(
         ctx.session_id,
+        ctx.message.chat_key,
+        ctx.settings,
         trigger="manual",
-        settings=services.compaction_settings(ctx.settings),
-        system_prompt=await services.system_prompt_for(ctx.message.chat_key),
         force=True,
         focus=focus,
+        on_done=report_done,
     )
+    if not started:
+        return ["Another compaction of this chat is running; try again in a moment."]
+    # The chat keeps being answered from the current transcript; the report follows the commit.
+    return []
+
+
+def compress_report_lines(report: CompactionReport, *, focus: str | None, show: bool) -> list[str]:
     if report.outcome == "locked":
         return ["Another compaction of this chat is running; try again in a moment."]
-    if report.outcome == "aborted":
+    if report.outcome in ("aborted", "error", "conflict"):
         return [f"⚠️ Compression aborted ({report.error or 'summary failed'}). Nothing was lost."]
     if not report.changed:
         return [
@@ -115,14 +169,14 @@ async def _compress(args: str, ctx: CommandContext) -> list[str]:
 
 
 async def _new(args: str, ctx: CommandContext) -> list[str]:
-    store = ctx.gateway.services.store
+    store = ctx.host.services.store
     old = await store.get_session(ctx.session_id)
     await store.new_session(old.chat_key, old.scope_user)
     return ["🆕 Started a new conversation. The previous one is kept and stays searchable."]
 
 
 async def _config(args: str, ctx: CommandContext) -> list[str]:
-    services = ctx.gateway.services
+    services = ctx.host.services
     store = services.store
     key_raw, _, value = args.partition(" ")
     key, value = key_raw.strip().lower(), value.strip()
@@ -136,7 +190,7 @@ async def _config(args: str, ctx: CommandContext) -> list[str]:
             return [str(chat_settings.describe(key, services.config, raw, parent_raw))]
         except SettingError as exc:
             return [str(exc)]
-    if not await _require_admin(ctx, f"/config {key}"):
+    if not await is_chat_admin(ctx):
         return [_refusal(f"/config {key} <value>")]
     try:
         if value.lower() == "default":
@@ -152,7 +206,7 @@ async def _config(args: str, ctx: CommandContext) -> list[str]:
             message = f"✅ {key} = {normalized} (takes effect with the next message)"
     except SettingError as exc:
         return [str(exc)]
-    await ctx.gateway.settings_changed(chat_key)
+    await ctx.host.settings_changed(chat_key)
     return [message]
 
 
@@ -162,7 +216,7 @@ async def _pin(args: str, ctx: CommandContext) -> list[str]:
         return ["Usage: /pin <text to keep verbatim>"]
     if len(text) > MAX_PIN_CHARS:
         return [f"A pin can be at most {MAX_PIN_CHARS} characters."]
-    store = ctx.gateway.services.store
+    store = ctx.host.services.store
     pin = await store.add_pin(ctx.message.chat_key, text, ctx.message.author_name)
     count = len(await store.list_pins(ctx.message.chat_key))
     ack = f"📌 Pinned #{count}: {pin.text}"
@@ -172,32 +226,36 @@ async def _pin(args: str, ctx: CommandContext) -> list[str]:
 
 
 async def _pins(args: str, ctx: CommandContext) -> list[str]:
-    pins = await ctx.gateway.services.store.list_pins(ctx.message.chat_key)
+    pins = await ctx.host.services.store.list_pins(ctx.message.chat_key)
     if not pins:
         return ["No pins in this chat. Admins can add one with /pin <text>."]
     return ["📌 Pins:\n" + "\n".join(f"{i}. {p.text}" for i, p in enumerate(pins, 1))]
 
 
 async def _unpin(args: str, ctx: CommandContext) -> list[str]:
-    store = ctx.gateway.services.store
+    store = ctx.host.services.store
     pins = await store.list_pins(ctx.message.chat_key)
-    if not args.strip().isdigit() or not 1 <= int(args) <= len(pins):
-        return [f"Usage: /unpin N, where N is 1–{len(pins)} from /pins." if pins else "No pins."]
-    pin = pins[int(args) - 1]
+    if not pins:
+        return ["No pins."]
+    number = args.strip()
+    # isascii: "²".isdigit() is True but int("²") raises.
+    if not (number.isascii() and number.isdigit()) or not 1 <= int(number) <= len(pins):
+        return [f"Usage: /unpin N, where N is a number from 1 to {len(pins)} (see /pins)."]
+    pin = pins[int(number) - 1]
     await store.remove_pin(ctx.message.chat_key, pin.id)
-    ack = f"Unpinned #{args.strip()}: {pin.text}"
-    await _remember_in_transcript(ctx, f"/unpin {args.strip()}", ack)
+    ack = f"Unpinned #{number}: {pin.text}"
+    await _remember_in_transcript(ctx, f"/unpin {number}", ack)
     return [ack]
 
 
 async def _usage(args: str, ctx: CommandContext) -> list[str]:
-    today = utc_day(ctx.gateway.services.clock())
-    rows = await ctx.gateway.services.store.usage(ctx.message.chat_key, today[:8] + "01")
+    today = utc_day(ctx.host.services.clock())
+    rows = await ctx.host.services.store.usage(ctx.message.chat_key, today[:8] + "01")
     return [usage_text(rows, today=today)]
 
 
 async def _remember_in_transcript(ctx: CommandContext, command: str, ack: str) -> None:
-    services = ctx.gateway.services
+    services = ctx.host.services
     message = ctx.message
     user = {"role": "user", "content": f"[{message.author_name}] {command}"}
     bot = {"role": "assistant", "content": ack}
@@ -215,10 +273,11 @@ async def _remember_in_transcript(ctx: CommandContext, command: str, ack: str) -
     )
 
 
-async def _require_admin(ctx: CommandContext, command: str) -> bool:
-    allowed = await ctx.gateway.is_admin(ctx.message, ctx.adapter)
+async def is_chat_admin(ctx: CommandContext) -> bool:
+    """The one admin filter: chat admin on the platform, an operator, or a private chat."""
+    allowed = await ctx.host.is_admin(ctx.message, ctx.adapter)
     if not allowed:
-        log.info("admin command refused (chat=%s command=%s)", ctx.message.chat_key, command)
+        log.info("admin command refused (chat=%s)", ctx.message.chat_key)
     return allowed
 
 
@@ -226,28 +285,57 @@ def _refusal(command: str) -> str:
     return f"⛔ {command} needs chat-admin rights here. Nothing was changed."
 
 
-HANDLERS: dict[str, Handler] = {
-    "help": _help,
-    "start": _help,
-    "status": _status,
-    "compress": _compress,
-    "compact": _compress,
-    "new": _new,
-    "reset": _new,
-    "config": _config,
-    "pin": _pin,
-    "pins": _pins,
-    "unpin": _unpin,
-    "usage": _usage,
-}
-ADMIN_ONLY = frozenset({"compress", "compact", "new", "reset", "pin", "unpin"})
+@dataclass(frozen=True, slots=True)
+class CommandRouter:
+    """Handlers by command name, all behind the router's filter (aiogram's `router.filter`)."""
+
+    handlers: Mapping[str, Handler]
+    filter: Filter | None = None
+
+    async def handle(self, command: Command, ctx: CommandContext) -> list[str]:
+        if self.filter is not None and not await self.filter(ctx):
+            return [_refusal(f"/{command.name}")]
+        return await self.handlers[command.name](command.args, ctx)
 
 
-async def run_command(name: str, args: str, ctx: CommandContext) -> list[str]:
-    """Replies for one command; unknown commands answer only when the bot was addressed."""
-    handler = HANDLERS.get(name)
-    if handler is None:
-        return [f"Unknown command /{name}. Try /help."] if ctx.message.addressed else []
-    if name in ADMIN_ONLY and not await _require_admin(ctx, name):
-        return [_refusal(f"/{name}")]
-    return await handler(args, ctx)
+PUBLIC_COMMANDS = CommandRouter(
+    {
+        "help": _help,
+        "start": _help,
+        "status": _status,
+        "config": _config,  # reading is public; a change passes `is_chat_admin` itself
+        "pins": _pins,
+        "usage": _usage,
+    }
+)
+ADMIN_COMMANDS = CommandRouter(
+    {
+        "compress": _compress,
+        "compact": _compress,
+        "new": _new,
+        "reset": _new,
+        "pin": _pin,
+        "unpin": _unpin,
+    },
+    filter=is_chat_admin,
+)
+ROUTERS = (PUBLIC_COMMANDS, ADMIN_COMMANDS)
+
+
+def find_router(name: str) -> CommandRouter | None:
+    return next((r for r in ROUTERS if name in r.handlers), None)
+
+
+def ignored_command(command: Command, message: InboundMessage) -> bool:
+    """Unknown bare commands in groups belong to other bots: not ours to answer or store."""
+    return find_router(command.name) is None and message.is_group and command.target is None
+
+
+async def run_command(command: Command, ctx: CommandContext) -> list[str]:
+    """Replies for one command; an unknown one answers only when it was meant for us."""
+    router = find_router(command.name)
+    if router is None:
+        if ignored_command(command, ctx.message) or not ctx.message.addressed:
+            return []
+        return [f"Unknown command /{command.name}. Try /help."]
+    return await router.handle(command, ctx)

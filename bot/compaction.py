@@ -1,28 +1,24 @@
-"""One compaction of a stored session: lock, compress, fenced commit, event row, notice."""
+"""One compaction of a stored session: lease, compress, one-transaction commit, notice."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
-import os
-import socket
 import time
-import uuid
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Awaitable, Callable, Coroutine
+from dataclasses import dataclass, field, replace
 from typing import Any
 
+from bot.compacted_rows import to_rows
+from bot.exclusivity import CompactionLeases, Lease, Sleep, StoreLeases
 from bot.metrics import Metrics
 from bot.store.base import (
-    CompactionCommit,
     CompressionEvent,
-    MessageKind,
     NewMessage,
     SessionRecord,
+    StateDelta,
     Store,
-    StoredMessage,
 )
 from compression import (
     CompressionResult,
@@ -31,7 +27,6 @@ from compression import (
     Summarizer,
 )
 from compression.state import CompressorState
-from compression.template import is_summary_text, unwrap_merged
 from compression.tokens import TokenCounter
 from compression.transcript import content_text
 
@@ -61,6 +56,10 @@ class CompactionReport:
         return self.outcome in CHANGED_OUTCOMES
 
 
+# Told the report once a background compaction has ended (committed or not).
+ReportSink = Callable[[CompactionReport], Awaitable[None]]
+
+
 @dataclass(slots=True)
 class _Usage:
     calls: list[tuple[str, int, int]] = field(default_factory=list)
@@ -76,16 +75,32 @@ class _Job:
     system_prompt: str
     force: bool
     focus: str | None
-    compressor: ContextCompressor | None
     upto_id: int | None
+    started: float
 
 
-def new_lock_holder(purpose: str) -> str:
-    return f"{socket.gethostname()}:{os.getpid()}:{purpose}:{uuid.uuid4().hex[:8]}"
+@dataclass(frozen=True, slots=True)
+class _Outcome:
+    """What a finished compression attempt commits: the report, rows and new state."""
+
+    report: CompactionReport
+    rows: tuple[NewMessage, ...] = ()
+    watermark: int | None = None
+    system_prompt: str | None = None
+    state: StateDelta | None = None
+
+
+class LeaseLost(Exception):
+    """The compaction lease could not be renewed: the work stops before its commit."""
 
 
 class SessionCompactor:
-    """Compacts a stored session in place; every path (turn, hygiene, overnight, /compress)."""
+    """Compacts a stored session in place; every path (turn, hygiene, overnight, /compress).
+
+    Optimistic: the summary is written while the chat keeps flowing (new rows land after the
+    fence), under the session's compaction lease; only the commit, one transaction with
+    compare-and-set on the session version, is exclusive.
+    """
 
     def __init__(
         self,
@@ -96,6 +111,8 @@ class SessionCompactor:
         lock_ttl_seconds: float = 300.0,
         clock: Callable[[], float] = time.time,
         engine: type[ContextCompressor] | Any = ContextCompressor,
+        leases: CompactionLeases | None = None,
+        sleep: Sleep = asyncio.sleep,
         metrics: Metrics | None = None,
     ) -> None:
         self.metrics = metrics or Metrics()
@@ -103,19 +120,37 @@ class SessionCompactor:
         self._store = store
         self._counter = counter
         self._summarizer_factory = summarizer_factory
+        self.leases: CompactionLeases = leases or StoreLeases(
+            store, ttl_seconds=lock_ttl_seconds, sleep=sleep
+        )
         self._lock_ttl = lock_ttl_seconds
         self._clock = clock
+        self._sleep = sleep
 
     def build_compressor(
-        self, settings: CompressorConfig, state: CompressorState, usage: UsageSink
+        self, settings: CompressorConfig, state: CompressorState, usage: UsageSink | None = None
     ) -> ContextCompressor:
+        summarizer = self._summarizer_factory(usage) if usage is not None else None
         engine: ContextCompressor = self._engine(
-            settings,
-            self._summarizer_factory(usage),
-            state=state,
-            clock=self._clock,
+            settings, summarizer, state=state, clock=self._clock
         )
         return engine
+
+    def prompt_tokens_delta(
+        self, settings: CompressorConfig, prompt_tokens: int, tripped: list[bool]
+    ) -> StateDelta:
+        """The provider's count applied to whatever the state is when it is written."""
+
+        def apply(state: CompressorState) -> CompressorState:
+            compressor = self.build_compressor(settings, state)
+            tripped.append(
+                compressor.update_from_response(
+                    {"prompt_tokens": prompt_tokens, "completion_tokens": 0}
+                )
+            )
+            return compressor.state
+
+        return apply
 
     async def compact(
         self,
@@ -126,7 +161,6 @@ class SessionCompactor:
         system_prompt: str,
         force: bool = False,
         focus: str | None = None,
-        compressor: ContextCompressor | None = None,
         upto_id: int | None = None,
     ) -> CompactionReport:
         """Compress the active transcript up to row `upto_id` (default: all of it).
@@ -134,108 +168,143 @@ class SessionCompactor:
         Rows after it, and rows stored while the summary is written, stay live after the
         compacted set. A failure leaves the transcript exactly as it was.
         """
-        holder = new_lock_holder(trigger)
-        started = self._clock()
-        session = await self._store.get_session(session_id)
-        if not await self._store.acquire_lock(session_id, holder, self._lock_ttl):
+        job = _Job(trigger, settings, system_prompt, force, focus, upto_id, self._clock())
+        lease = await self.leases.acquire(session_id, trigger)
+        if lease is None:
+            session = await self._store.get_session(session_id)
             log.info(
                 "compaction skipped, session locked (chat=%s session=%d)",
                 session.chat_key,
                 session_id,
             )
             report = CompactionReport("locked", trigger)
-            await self._record_event(session, report, started)
+            await self._record_event(session, report, job.started)
             return report
-        renewer = asyncio.create_task(self._keep_lock(session_id, holder))
-        report = CompactionReport("error", trigger)
         try:
-            # Re-read under the lock: the version fence must come from after we own the session.
-            session = await self._store.get_session(session_id)
-            report = await self._compact_locked(
-                session,
-                _Job(trigger, settings, system_prompt, force, focus, compressor, upto_id),
-            )
+            return await self._under_lease(lease, job)
+        finally:
+            self.leases.finished(lease)
+
+    async def _under_lease(self, lease: Lease, job: _Job) -> CompactionReport:
+        try:
+            session = await self._store.get_session(lease.session_id)
+        except BaseException:
+            await self._release(lease)
+            raise
+        lost = asyncio.Event()
+        renewer = asyncio.create_task(self._keep_lease(lease, lost))
+        committed = False
+        try:
+            outcome = await _unless_lost(self._compress(session, job), lost)
+            committed, report = await self._commit(session, outcome, lease, job)
+            return report
+        except LeaseLost:
+            report = CompactionReport("error", job.trigger, error="lease lost")
+            await self._record_event(session, report, job.started)
             return report
         except Exception as exc:
-            log.exception("compaction failed (chat=%s session=%d)", session.chat_key, session_id)
-            report = CompactionReport("error", trigger, error=type(exc).__name__)
+            log.exception("compaction failed (chat=%s session=%d)", session.chat_key, session.id)
+            report = CompactionReport("error", job.trigger, error=type(exc).__name__)
+            await self._record_event(session, report, job.started)
             return report
         finally:
             renewer.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
+            # Whatever the renewer did, it must not surface here: the commit may be done.
+            with contextlib.suppress(BaseException):
                 await renewer
-            await self._record_event(session, report, started)
-            await self._store.release_lock(session_id, holder)
+            if not committed:
+                await self._release(lease)
 
-    async def _compact_locked(self, session: SessionRecord, job: _Job) -> CompactionReport:
+    async def _compress(self, session: SessionRecord, job: _Job) -> _Outcome:
         active = considered = await self._store.load_active(session.id)
         if job.upto_id is not None:
             ids = [m.id for m in active]
             if job.upto_id in ids:
                 considered = active[: ids.index(job.upto_id) + 1]
         if not considered:
-            return CompactionReport("noop", job.trigger)
+            return _Outcome(CompactionReport("noop", job.trigger))
         pins = [p.text for p in await self._store.list_pins(session.chat_key)]
         own_usage = _Usage()
-        compressor = job.compressor or self.build_compressor(
-            job.settings, session.compressor, own_usage
-        )
-        before_state = compressor.state
+        before = session.compressor
+        compressor = self.build_compressor(job.settings, before, own_usage)
         messages = [
             {"role": "system", "content": job.system_prompt},
             *(m.to_openai() for m in considered),
         ]
-        result = await compressor.compress(
-            messages, focus_topic=job.focus, force=job.force, pins=pins
-        )
-        self.metrics.compressor_changed(before_state, compressor.state)
-        await self._record_usage(session.chat_key, own_usage)
-        outcome: str = result.outcome
-        after_messages = len(active)
-        new_anchor = None
-        if outcome in CHANGED_OUTCOMES:
-            commit = await self._commit(session, result, considered, considered[-1].id)
-            if commit is None:
-                outcome = "conflict"
-            else:
-                after_messages = commit.active_messages
-                new_anchor = commit.inserted_ids[-1] if commit.inserted_ids else None
-        await self._store.save_compressor_state(session.id, compressor.state)
-        changed = outcome in CHANGED_OUTCOMES
-        return CompactionReport(
-            outcome=outcome,
+        try:
+            result = await compressor.compress(
+                messages, focus_topic=job.focus, force=job.force, pins=pins
+            )
+        finally:
+            await self._record_usage(session.chat_key, own_usage)
+        self.metrics.compressor_changed(before, compressor.state)
+        changed = result.outcome in CHANGED_OUTCOMES
+        out = list(result.messages)
+        new_system = None
+        if changed and out and out[0].get("role") == "system":
+            new_system = content_text(out.pop(0).get("content"))
+        rows = tuple(to_rows(out, considered, self._counter)) if changed else ()
+        report = CompactionReport(
+            outcome=result.outcome,
             trigger=job.trigger,
             messages_before=len(active),
-            messages_after=after_messages,
+            # Rows stored while the summary was written are counted by the commit, not here.
+            messages_after=len(active) - len(considered) + len(rows) if changed else len(active),
             tokens_before=result.tokens_before,
             tokens_after=result.tokens_after if changed else result.tokens_before,
             summary=result.summary if changed else None,
             error=result.error,
-            notice=self._notice(result, before_state, compressor.state),
-            new_anchor_id=new_anchor,
+            notice=self._notice(result, before, compressor.state),
+        )
+        return _Outcome(
+            report,
+            rows=rows,
+            watermark=considered[-1].id if changed else None,
+            system_prompt=new_system,
+            state=_changes(before, compressor.state),
         )
 
     async def _commit(
-        self,
-        session: SessionRecord,
-        result: CompressionResult,
-        originals: Sequence[StoredMessage],
-        watermark: int,
-    ) -> CompactionCommit | None:
-        out = list(result.messages)
-        new_system = None
-        if out and out[0].get("role") == "system":
-            new_system = content_text(out.pop(0).get("content"))
-        rows = _to_rows(out, originals, self._counter)
-        commit = await self._store.archive_and_compact(session, rows, watermark)
+        self, session: SessionRecord, outcome: _Outcome, lease: Lease, job: _Job
+    ) -> tuple[bool, CompactionReport]:
+        """(committed, report): the one transaction of the compaction, or nothing at all."""
+        report = outcome.report
+        if outcome.state is None:
+            await self._record_event(session, report, job.started)
+            return False, report
+        event = self._event(session, report, job.started)
+        commit = await self._store.archive_and_compact(
+            session,
+            outcome.rows,
+            outcome.watermark,
+            state=outcome.state,
+            system_prompt=outcome.system_prompt,
+            event=event,
+            holder=lease.holder,
+        )
         if commit is None:
             log.warning(
                 "compaction lost the fence (chat=%s session=%d)", session.chat_key, session.id
             )
-            return None
-        if new_system is not None:
-            await self._store.set_system_prompt(session.id, new_system)
-        return commit
+            report = CompactionReport(
+                "conflict",
+                job.trigger,
+                report.messages_before,
+                report.messages_before,
+                report.tokens_before,
+                report.tokens_before,
+                error="fenced out",
+            )
+            await self._record_event(session, report, job.started)
+            return False, report
+        self.metrics.compaction_recorded(event)
+        if outcome.watermark is None:
+            return True, report
+        return True, replace(
+            report,
+            messages_after=commit.active_messages,
+            new_anchor_id=commit.inserted_ids[-1] if commit.inserted_ids else None,
+        )
 
     def _notice(
         self, result: CompressionResult, before: CompressorState, after: CompressorState
@@ -256,21 +325,35 @@ class SessionCompactor:
             )
         return None
 
-    async def _keep_lock(self, session_id: int, holder: str) -> None:
-        while True:
-            await asyncio.sleep(max(1.0, self._lock_ttl / 3))
-            if not await self._store.renew_lock(session_id, holder, self._lock_ttl):
-                log.warning("compaction lock lost (session=%d)", session_id)
-                return
+    async def _keep_lease(self, lease: Lease, lost: asyncio.Event) -> None:
+        """Renew until cancelled; any failure (refused or raised) ends the holder's work."""
+        try:
+            while True:
+                await self._sleep(max(1.0, lease.ttl_seconds / 3))
+                if not await self.leases.renew(lease):
+                    log.warning("compaction lease lost (session=%d)", lease.session_id)
+                    break
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            log.exception("compaction lease renewal failed (session=%d)", lease.session_id)
+        lost.set()
+
+    async def _release(self, lease: Lease) -> None:
+        try:
+            await self.leases.release(lease)
+        except Exception:
+            # It expires on its own; start-up reclaims it if this process dies first.
+            log.exception("compaction lease not released (session=%d)", lease.session_id)
 
     async def _record_usage(self, chat_key: str, usage: _Usage) -> None:
         for _model, prompt, completion in usage.calls:
             await self._store.add_usage(chat_key, None, "compression", prompt, completion)
 
-    async def _record_event(
+    def _event(
         self, session: SessionRecord, report: CompactionReport, started: float
-    ) -> None:
-        event = CompressionEvent(
+    ) -> CompressionEvent:
+        return CompressionEvent(
             chat_key=session.chat_key,
             session_id=session.id,
             trigger=report.trigger,
@@ -284,6 +367,11 @@ class SessionCompactor:
             summary_tokens=self._counter.count_text(report.summary or ""),
             error=report.error,
         )
+
+    async def _record_event(
+        self, session: SessionRecord, report: CompactionReport, started: float
+    ) -> None:
+        event = self._event(session, report, started)
         self.metrics.compaction_recorded(event)
         try:
             await self._store.record_compression_event(event)
@@ -291,37 +379,30 @@ class SessionCompactor:
             log.exception("could not record compression event (session=%d)", session.id)
 
 
-def _fingerprint(message: dict[str, Any]) -> str:
-    return json.dumps(message, sort_keys=True, ensure_ascii=False, default=str)
+async def _unless_lost(work: Coroutine[Any, Any, _Outcome], lost: asyncio.Event) -> _Outcome:
+    """Run `work`; cancel it and raise LeaseLost if the lease is lost first."""
+    task = asyncio.ensure_future(work)
+    waiter = asyncio.ensure_future(lost.wait())
+    try:
+        await asyncio.wait({task, waiter}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        waiter.cancel()
+        if not task.done():
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+    if lost.is_set() or task.cancelled():
+        raise LeaseLost
+    return task.result()
 
 
-def _to_rows(
-    messages: Sequence[dict[str, Any]], originals: Sequence[StoredMessage], counter: TokenCounter
-) -> list[NewMessage]:
-    """Stored rows for the compacted list, keeping authorship of messages carried over verbatim."""
-    by_print = {_fingerprint(m.to_openai()): m for m in originals}
-    rows = []
-    for message in messages:
-        original = by_print.get(_fingerprint(message))
-        if original is None:
-            # A summary merged into a carried message keeps that message's author.
-            prior = unwrap_merged(content_text(message.get("content")))
-            if prior is not None:
-                original = by_print.get(_fingerprint({**message, "content": prior}))
-        kind: MessageKind = (
-            "summary" if is_summary_text(content_text(message.get("content"))) else "message"
-        )
-        extra: dict[str, Any] = {}
-        if original is not None:
-            extra = {
-                "author_id": original.author_id,
-                "author_name": original.author_name,
-                "platform_message_id": original.platform_message_id,
-                "created_at": original.created_at,
-            }
-            if original.kind != "message" and kind == "message":
-                kind = original.kind
-        rows.append(
-            NewMessage.from_openai(message, counter.count_message(message), kind=kind, **extra)
-        )
-    return rows
+def _changes(before: CompressorState, after: CompressorState) -> StateDelta | None:
+    """A delta of the fields the compaction changed, so a turn's concurrent update survives."""
+    changed = {
+        name: getattr(after, name)
+        for name in CompressorState.__dataclass_fields__
+        if getattr(after, name) != getattr(before, name)
+    }
+    if not changed:
+        return None
+    return lambda current: replace(current, **changed)

@@ -29,7 +29,8 @@ class InboundMessage:
     author_id: str
     author_name: str
     text: str
-    # The adapter decided the bot was mentioned, replied to, or commanded (or activation=always).
+    # The adapter saw the bot mentioned, replied to, or commanded. The chat's activation setting
+    # (always / keyword) is applied by the gateway, the same way for every platform.
     addressed: bool
     is_group: bool = True
     thread_id: str | None = None
@@ -39,6 +40,8 @@ class InboundMessage:
     chat_title: str | None = None
     # Set by adapters that already know (console --admin); None means "ask the adapter".
     is_admin: bool | None = None
+    # The message @mentions someone other than the bot: activation never treats it as a request.
+    mentions_others: bool = False
 
     @property
     def chat_key(self) -> str:

@@ -1,33 +1,42 @@
-"""The inbound pipeline every adapter feeds: dedup, store, gate, hygiene, agent turn, reply."""
+"""The inbound pipeline every adapter feeds: one ordered ingress, then turns in per-chat lanes.
+
+`ingest` returns once its updates are committed (dedup, chat and message in one transaction),
+so a platform may acknowledge them then; commands take effect there, in arrival order, and
+everything that talks back (replies, answers) is queued in the chat's lane.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 
+from bot import ingress
+from bot.background_compactions import BackgroundCompactions
 from bot.chat_settings import ChatSettings
-from bot.commands import CommandContext, parse_command, run_command
-from bot.compaction import CompactionReport
+from bot.commands import CommandContext, run_command
+from bot.compaction import ReportSink
 from bot.events import Adapter, DeliveryError, InboundMessage, ReplyTarget
+from bot.exclusivity import TurnLanes
 from bot.failure_notices import FailureNotices
+from bot.ingress import Delivery
 from bot.lanes import LaneScheduler
 from bot.limits import RATE_WINDOW_SECONDS, NoticeGate, RateLimiter, budget_exceeded, utc_day
 from bot.markdown_escape import escape_markdown
 from bot.runner import TurnRequest
 from bot.services import Services
-from bot.store.base import NewMessage, SessionRecord
-from compression.hygiene import hygiene_reason
+from bot.store.base import IngestResult, NewMessage, SessionRecord
 
 log = logging.getLogger(__name__)
 
-LOCK_POLL_SECONDS = 0.05
 TURN_FAILED = "Something went wrong while answering. Your message is saved; try again shortly."
 ALLOWLIST_NOTICE_PLATFORM = "allowlist-notice"
 KNOWN_CHATS_MAX = 100_000
 # The budget notice is keyed by UTC day, so this only bounds how long a day's key is kept.
 BUDGET_NOTICE_INTERVAL_SECONDS = 86_400.0
+
+Inbound = tuple[InboundMessage, Adapter]
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,79 +45,55 @@ class _Refusal:
     say: bool  # False when the chat (or member) was already told within the window
 
 
-@dataclass(frozen=True, slots=True)
-class _Pending:
-    message: InboundMessage
-    adapter: Adapter
-    session_id: int
-    anchor_id: int
-
-
 class Gateway:
-    """Platform-neutral handling of inbound messages; adapters call `handle`."""
+    """Platform-neutral handling of inbound messages; adapters call `ingest` (or `handle`)."""
 
-    def __init__(self, services: Services) -> None:
+    def __init__(self, services: Services, *, lanes: TurnLanes | None = None) -> None:
         self.services = services
         config = services.config
-        self.lanes = LaneScheduler(config.gateway.max_concurrent_chats)
+        self.lanes: TurnLanes = lanes or LaneScheduler(config.gateway.max_concurrent_chats)
+        self.compactions = BackgroundCompactions(services)
         self._rate = RateLimiter(clock=services.clock)
         self._rate_notices = NoticeGate(RATE_WINDOW_SECONDS, clock=services.clock)
         self._budget_notices = NoticeGate(BUDGET_NOTICE_INTERVAL_SECONDS, clock=services.clock)
         self._failure_notices = FailureNotices(clock=services.clock)
         self._known_chats: set[tuple[str, str | None, str | None, bool]] = set()
-        self._background: set[asyncio.Task[CompactionReport]] = set()
+        self._typing: set[asyncio.Task[None]] = set()
+        self._order = ingress.ChatOrder()
         # Called with a chat key after /config changes it (the overnight scheduler listens).
         self.settings_listeners: list[Callable[[str], Awaitable[None]]] = []
 
     async def handle(self, message: InboundMessage, adapter: Adapter) -> None:
-        """Store the message at once; answer it later in its chat's lane if it was addressed."""
-        store = self.services.store
-        if not self._allowed(message.chat_key):
-            await self._refuse_chat(message, adapter)
-            return
-        chat = (message.chat_key, message.chat_title, message.parent_chat_key, message.is_group)
-        if chat not in self._known_chats:
-            await store.upsert_chat(
-                message.chat_key,
-                message.platform,
-                title=message.chat_title,
-                parent_key=message.parent_chat_key,
-                is_group=message.is_group,
-            )
-            # A write per message only to repeat what the row already says is wasted.
-            if len(self._known_chats) >= KNOWN_CHATS_MAX:
-                self._known_chats.clear()
-            self._known_chats.add(chat)
-        settings = await self.services.settings_for(message.chat_key)
-        session = await store.active_session(message.chat_key, self._scope(message, settings))
-        lane = _lane_key(session)
-        command = parse_command(message.text)
-        if command is not None:
-            if message.update_id is not None and not await store.mark_update_processed(
-                message.platform, message.update_id
-            ):
-                log.info("duplicate update ignored (chat=%s)", message.chat_key)
-                return
-            self.services.metrics.message_received(message.platform, message.chat_key)
-            ctx = CommandContext(message, adapter, self, session.id, settings)
-            self.lanes.submit(lane, lambda: self._run_command(ctx, command))
-            return
-        if not message.text.strip():
-            return
-        anchor_id = await self._store_user_message(message, session, settings)
-        if anchor_id is None:
-            log.info("duplicate update ignored (chat=%s)", message.chat_key)
-            return
-        self.services.metrics.message_received(message.platform, message.chat_key)
-        if not message.addressed:
-            return
-        refusal = await self._limit_refusal(message, settings)
-        if refusal is not None:
-            if refusal.say:
-                await self._send(adapter, ReplyTarget.for_message(message), refusal.text)
-            return
-        pending = _Pending(message, adapter, session.id, anchor_id)
-        self.lanes.submit(lane, lambda: self._answer_or_notice(pending, settings))
+        """One update; returns after it is stored (and its command has taken effect)."""
+        await self.ingest([(message, adapter)])
+
+    async def ingest(self, batch: Sequence[Inbound]) -> None:
+        """Store a batch of updates in order; returns only after every one of them committed.
+
+        Messages between commands share one transaction; a command is committed and run before
+        anything after it is stored, so "/new" then a message puts the message in the new session.
+        """
+        async with self._order.holding(message.chat_key for message, _ in batch):
+            run: list[Delivery] = []
+            for message, adapter in batch:
+                allowed_chats = self.services.config.gateway.allowed_chats
+                if not ingress.allowed(message.chat_key, allowed_chats):
+                    await self._refuse_chat(message, adapter)
+                    continue
+                run.append(await self._deliver(message, adapter))
+                if run[-1].command is not None:
+                    await self._store_and_route(run)
+                    run = []
+            if run:
+                await self._store_and_route(run)
+
+    async def join(self) -> None:
+        """Wait until every lane and background compaction is idle (tests, console, shutdown)."""
+        # A compaction's report is queued in a lane, and a turn may start a compaction.
+        await self.lanes.join()
+        while self.compactions.busy:
+            await self.compactions.join()
+            await self.lanes.join()
 
     async def settings_changed(self, chat_key: str) -> None:
         for listener in self.settings_listeners:
@@ -117,17 +102,102 @@ class Gateway:
             except Exception:
                 log.exception("settings listener failed (chat=%s)", chat_key)
 
+    def start_compaction(
+        self,
+        session_id: int,
+        chat_key: str,
+        settings: ChatSettings,
+        *,
+        trigger: str,
+        force: bool,
+        focus: str | None,
+        on_done: ReportSink,
+    ) -> bool:
+        return self.compactions.start(
+            session_id,
+            chat_key,
+            settings,
+            trigger=trigger,
+            force=force,
+            focus=focus,
+            on_done=on_done,
+        )
+
     async def close(self) -> None:
         await self.lanes.close()
-        for task in list(self._background):
+        await self.compactions.close()
+        for task in list(self._typing):
             task.cancel()
-        await asyncio.gather(*self._background, return_exceptions=True)
+        await asyncio.gather(*self._typing, return_exceptions=True)
 
-    def _allowed(self, chat_key: str) -> bool:
-        allowed = self.services.config.gateway.allowed_chats
-        if "*" in allowed or chat_key.startswith("console:"):
-            return True
-        return any(chat_key == item or chat_key.startswith(item + ":") for item in allowed)
+    # --- the ingress ------------------------------------------------------------------------
+
+    async def _deliver(self, message: InboundMessage, adapter: Adapter) -> Delivery:
+        settings = await self.services.settings_for(message.chat_key, message.parent_chat_key)
+        chat = (message.chat_key, message.chat_title, message.parent_chat_key, message.is_group)
+        return ingress.deliver(
+            message, adapter, settings, self.services.counter, known_chat=chat in self._known_chats
+        )
+
+    async def _store_and_route(self, run: list[Delivery]) -> None:
+        results = await self.services.store.ingest([d.item for d in run])
+        for delivery, result in zip(run, results, strict=True):
+            if result.duplicate:
+                log.info("duplicate update ignored (chat=%s)", delivery.message.chat_key)
+                continue
+            self._remember_chat(delivery.message)
+            await self._route(delivery, result)
+
+    def _remember_chat(self, message: InboundMessage) -> None:
+        # A write per message only to repeat what the row already says is wasted.
+        if len(self._known_chats) >= KNOWN_CHATS_MAX:
+            self._known_chats.clear()
+        self._known_chats.add(
+            (message.chat_key, message.chat_title, message.parent_chat_key, message.is_group)
+        )
+
+    async def _route(self, delivery: Delivery, result: IngestResult) -> None:
+        session = result.session
+        assert session is not None  # set for every item that is not a duplicate
+        message, adapter = delivery.message, delivery.adapter
+        lane = _lane_key(session)
+        target = ReplyTarget.for_message(message)
+        self.services.metrics.message_received(message.platform, message.chat_key)
+        if delivery.command is not None:
+            await self._run_command(delivery, session, lane)
+            return
+        if result.message_id is None:
+            return
+        self.compactions.after_store(session, delivery.settings, adapter, target)
+        if not delivery.addressed:
+            return
+        refusal = await self._limit_refusal(message, delivery.settings)
+        if refusal is not None:
+            if refusal.say:
+                self.lanes.submit(lane, lambda: self._send(adapter, target, refusal.text))
+            return
+        typing_done = self._start_typing(adapter, target)
+        anchor = result.message_id
+        self.lanes.submit(
+            lane, lambda: self._answer(delivery, session.id, anchor, target, typing_done)
+        )
+
+    async def _run_command(self, delivery: Delivery, session: SessionRecord, lane: str) -> None:
+        message, adapter = delivery.message, delivery.adapter
+        target = ReplyTarget.for_message(message)
+
+        async def reply(text: str) -> None:
+            await self._send(adapter, target, text)
+
+        assert delivery.command is not None
+        ctx = CommandContext(message, adapter, self, session.id, delivery.settings, reply)
+        try:
+            replies = await run_command(delivery.command, ctx)
+        except Exception:
+            log.exception("command failed (chat=%s)", message.chat_key)
+            replies = ["⚠️ That command failed. Nothing was changed."]
+        for text in replies:
+            self.lanes.submit(lane, lambda text=text: reply(text))  # type: ignore[misc]
 
     async def _refuse_chat(self, message: InboundMessage, adapter: Adapter) -> None:
         # Only an addressed message uses up the one notice: group chatter seen first must not
@@ -144,35 +214,12 @@ class Gateway:
                 "compactbot is not enabled in this chat. Ask the bot's operator to allow it.",
             )
 
-    def _scope(self, message: InboundMessage, settings: ChatSettings) -> str | None:
-        if message.is_group and settings.memory_scope == "per_user":
-            return message.author_id
-        return None
-
-    async def _store_user_message(
-        self, message: InboundMessage, session: SessionRecord, settings: ChatSettings
-    ) -> int | None:
-        """The stored row's id; None for a redelivered update (dedup and insert are atomic)."""
-        shared = message.is_group and settings.memory_scope == "shared"
-        content = f"[{message.author_name}] {message.text}" if shared else message.text
-        row = NewMessage(
-            role="user",
-            content=content,
-            tokens=self.services.counter.count_message({"role": "user", "content": content}),
-            author_id=message.author_id,
-            author_name=message.author_name,
-            platform_message_id=message.platform_message_id,
-        )
-        update = (message.platform, message.update_id) if message.update_id is not None else None
-        ids = await self.services.store.append_messages(session.id, [row], processed_update=update)
-        return ids[0] if ids else None
-
     async def _limit_refusal(
         self, message: InboundMessage, settings: ChatSettings
     ) -> _Refusal | None:
         """Why this message gets no answer, if a limit applies; each is said once per window."""
         member = (message.chat_key, message.author_id)
-        if message.is_group and not self._rate.allow(member, settings.user_rate_limit_per_minute):
+        if ingress.rate_limited(self._rate, message, settings):
             return _Refusal(
                 f"{escape_markdown(message.author_name)}, you're sending messages faster than "
                 "I can answer; please slow down a little.",
@@ -188,111 +235,67 @@ class Gateway:
             )
         return None
 
-    async def _run_command(self, ctx: CommandContext, command: tuple[str, str]) -> None:
-        name, args = command
-        for reply in await run_command(name, args, ctx):
-            await self._send(ctx.adapter, ReplyTarget.for_message(ctx.message), reply)
+    # --- the lane ---------------------------------------------------------------------------
 
-    async def _answer_or_notice(self, pending: _Pending, settings: ChatSettings) -> None:
-        """A turn that breaks in an unexpected way still leaves the asker a notice."""
-        try:
-            await self._answer(pending, settings)
-        except Exception:
-            message = pending.message
-            log.exception("turn failed (chat=%s)", message.chat_key)
-            target = ReplyTarget.for_message(message)
-            await self._notice_failure(pending.adapter, target, message.chat_key, TURN_FAILED)
+    def _start_typing(self, adapter: Adapter, target: ReplyTarget) -> asyncio.Event:
+        """Show "typing…" from the moment the turn is queued until its answer is sent."""
+        done = asyncio.Event()
 
-    async def _answer(self, pending: _Pending, settings: ChatSettings) -> None:
+        async def hold() -> None:
+            try:
+                async with adapter.typing(target):
+                    await done.wait()
+            except Exception:
+                log.debug("typing indicator failed (chat=%s)", target.chat_key)
+
+        task = asyncio.create_task(hold())
+        self._typing.add(task)
+        task.add_done_callback(self._typing.discard)
+        return done
+
+    async def _answer(
+        self,
+        delivery: Delivery,
+        session_id: int,
+        anchor_id: int,
+        target: ReplyTarget,
+        typing_done: asyncio.Event,
+    ) -> None:
         services = self.services
-        message = pending.message
-        target = ReplyTarget.for_message(message)
+        message, adapter = delivery.message, delivery.adapter
         timer = services.metrics.turn_started(message.platform)
-        await self._wait_for_compaction(pending.session_id)
-        anchor = await self._hygiene(pending, settings, target)
-        can_remember = not message.is_group or await self.is_admin(message, pending.adapter)
-        request = TurnRequest(
-            session_id=pending.session_id,
-            chat_key=message.chat_key,
-            anchor_id=anchor,
-            author_id=message.author_id,
-            author_name=message.author_name,
-            can_remember=can_remember,
-            settings=services.compaction_settings(settings),
-            compression_enabled=services.config.compression.enabled,
-        )
-        async with pending.adapter.typing(target):
+        try:
+            can_remember = not message.is_group or await self.is_admin(message, adapter)
+            request = TurnRequest(
+                session_id=session_id,
+                chat_key=message.chat_key,
+                anchor_id=anchor_id,
+                author_id=message.author_id,
+                author_name=message.author_name,
+                can_remember=can_remember,
+                settings=services.compaction_settings(delivery.settings),
+                compression_enabled=services.config.compression.enabled,
+                compaction_wait_seconds=services.config.compression.hygiene_max_wait_seconds,
+                anchor_platform_id=message.platform_message_id,
+            )
             result = await services.agent.run_turn(request)
+        except Exception:
+            # A turn that breaks in an unexpected way still leaves the asker a notice.
+            log.exception("turn failed (chat=%s)", message.chat_key)
+            await self._notice_failure(adapter, target, message.chat_key, TURN_FAILED)
+            timer.finished(answered=False)
+            return
+        finally:
+            typing_done.set()
         for notice in result.notices:
-            await self._send(pending.adapter, target, notice)
+            await self._send(adapter, target, notice)
         if result.reply is not None:
-            await self._store_reply(pending.session_id, result.reply)
-            await self._send(pending.adapter, target, result.reply or "…")
+            await self._store_reply(session_id, result.reply)
+            await self._send(adapter, target, result.reply or "…")
             self._failure_notices.recovered(message.chat_key)
         elif result.error:
-            await self._notice_failure(pending.adapter, target, message.chat_key, result.error)
+            await self._notice_failure(adapter, target, message.chat_key, result.error)
         timer.finished(answered=result.reply is not None)
-
-    async def _hygiene(self, pending: _Pending, settings: ChatSettings, target: ReplyTarget) -> int:
-        """Compact before the agent runs when the session is near full; fails open."""
-        services = self.services
-        session = await services.store.get_session(pending.session_id)
-        tokens = max(session.compressor.last_prompt_tokens, session.active_tokens)
-        reason = hygiene_reason(
-            message_count=session.active_messages,
-            tokens=tokens,
-            context_length=services.context_length,
-            threshold=settings.hygiene_threshold,
-            hard_message_limit=settings.hygiene_hard_message_limit,
-        )
-        if reason is None or not services.config.compression.enabled:
-            return pending.anchor_id
-        task = asyncio.create_task(
-            services.compactor.compact(
-                session.id,
-                trigger="hygiene",
-                settings=services.compaction_settings(settings),
-                system_prompt=await services.system_prompt_for(pending.message.chat_key),
-                upto_id=pending.anchor_id,
-            )
-        )
-        self._background.add(task)
-        task.add_done_callback(self._background.discard)
-        wait = services.config.compression.hygiene_max_wait_seconds
-        try:
-            report = await asyncio.wait_for(asyncio.shield(task), wait)
-        except TimeoutError:
-            log.warning(
-                "hygiene still running after %ss; answering uncompressed (chat=%s)",
-                wait,
-                pending.message.chat_key,
-            )
-            return pending.anchor_id
-        except Exception:
-            log.exception(
-                "hygiene failed; answering uncompressed (chat=%s)", pending.message.chat_key
-            )
-            return pending.anchor_id
-        if reason == "hard_limit" and report.changed:
-            await self._send(
-                pending.adapter,
-                target,
-                f"🧹 This chat reached {report.messages_before} messages, so I compacted the "
-                f"older ones into a summary ({report.messages_before} → {report.messages_after}). "
-                "Nothing was deleted; /status shows details.",
-            )
-        if report.notice:
-            await self._send(pending.adapter, target, report.notice)
-        return report.new_anchor_id or pending.anchor_id
-
-    async def _wait_for_compaction(self, session_id: int) -> None:
-        """A compaction in flight finishes first, so the turn sees its result."""
-        store = self.services.store
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + self.services.config.compression.hygiene_max_wait_seconds
-        # The lock is a database row another process may hold, so there is no event to wait on.
-        while await store.lock_holder(session_id) is not None and loop.time() < deadline:  # noqa: ASYNC110
-            await asyncio.sleep(LOCK_POLL_SECONDS)
 
     async def _store_reply(self, session_id: int, text: str) -> None:
         message = {"role": "assistant", "content": text}
@@ -322,9 +325,9 @@ class Gateway:
         try:
             await adapter.send(target, text)
         except DeliveryError:
-            self.services.metrics.send_failed(target.platform)
             # The text is already in the transcript (for replies); log so it is not lost silently.
             log.error("reply could not be delivered (chat=%s)", target.chat_key)
+            self.services.metrics.send_failed(target.platform)
 
 
 def _lane_key(session: SessionRecord) -> str:

@@ -9,7 +9,7 @@ import os
 from dataclasses import dataclass
 from typing import Protocol
 
-from bot.lanes import LaneScheduler
+from bot.exclusivity import TurnLanes
 from bot.store.base import Store
 
 log = logging.getLogger(__name__)
@@ -85,7 +85,7 @@ class QueueProbe:
 
     name = "queue"
 
-    def __init__(self, lanes: LaneScheduler, stuck_seconds: float = QUEUE_STUCK_SECONDS) -> None:
+    def __init__(self, lanes: TurnLanes, stuck_seconds: float = QUEUE_STUCK_SECONDS) -> None:
         self._lanes = lanes
         self._stuck_seconds = stuck_seconds
 

@@ -8,7 +8,7 @@ import sys
 from collections import Counter
 from pathlib import Path
 
-from bot import chat_settings, operator_views
+from bot import chat_settings, operator_views, plugins
 from bot.app import App
 from bot.chat_settings import SettingError
 from bot.config import Config
@@ -94,8 +94,7 @@ async def _chats(app: App, args: argparse.Namespace) -> None:
     if not chats:
         print("no chats yet")
         return
-    from scheduler.windows import next_run_text
-
+    jobs = plugins.jobs()
     for chat in chats:
         sessions = await _open_sessions(app, chat.key)
         events = await store.list_compression_events(chat_key=chat.key, limit=20)
@@ -106,8 +105,8 @@ async def _chats(app: App, args: argparse.Namespace) -> None:
             f"{sum(s.active_messages for s in sessions)} msgs  "
             f"{sum(s.active_tokens for s in sessions):,}/{window:,} tokens  "
             f"{sum(s.compressor.compression_count for s in sessions)} compactions  "
-            f"last {_when(last.ended_at if last else None)}  "
-            f"overnight {next_run_text(settings, app.config)}"
+            f"last {_when(last.ended_at if last else None)}"
+            + "".join(f"  {j.name} {j.next_run_text(settings, app.config)}" for j in jobs)
         )
 
 
@@ -143,9 +142,11 @@ async def _config(app: App, args: argparse.Namespace) -> None:
 async def _compress(app: App, args: argparse.Namespace) -> None:
     services = app.services
     if args.overnight:
-        from scheduler.overnight import run_overnight
-
-        reports = await run_overnight(services, ignore_window=args.now)
+        reports = [
+            found
+            for job in plugins.jobs()
+            for found in await job.run_now(services, ignore_window=args.now)
+        ]
         for key, report in reports:
             print(
                 f"{key}: {report.outcome} {report.messages_before} → {report.messages_after} "

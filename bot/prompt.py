@@ -27,9 +27,17 @@ def build_system_prompt(
     language: str | None,
     pins: Sequence[str],
     tools_enabled: bool = True,
+    chat_instructions: str | None = None,
 ) -> str:
-    """Assemble the prompt from stable inputs only (no clocks, no counters), so it caches."""
-    parts = [persona.strip() if persona and persona.strip() else DEFAULT_PERSONA, GROUP_CONVENTIONS]
+    """Assemble the prompt from stable inputs only (no clocks, no counters), so it caches.
+
+    `chat_instructions` (a chat's /config system_prompt) add to the operator's persona; they
+    never replace it, so the operator's rules hold in every chat.
+    """
+    parts = [persona.strip() if persona and persona.strip() else DEFAULT_PERSONA]
+    if chat_instructions and chat_instructions.strip():
+        parts.append(f"This chat's own instructions:\n{chat_instructions.strip()}")
+    parts.append(GROUP_CONVENTIONS)
     if language:
         parts.append(f"Reply in {language} unless someone asks for another language.")
     if tools_enabled:

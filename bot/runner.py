@@ -40,6 +40,10 @@ class TurnRequest:
     can_remember: bool
     settings: CompressorConfig
     compression_enabled: bool = True
+    # How long the turn waits for another path's compaction before answering without it.
+    compaction_wait_seconds: float = 10.0
+    # The anchor's platform id: a compaction by another path copies the row under a new id.
+    anchor_platform_id: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,7 +58,8 @@ class TurnResult:
 class _Turn:
     request: TurnRequest
     compressor: ContextCompressor
-    anchor_id: int
+    anchor_id: int = 0
+    version: int = -1  # the session version the loaded transcript belongs to
     own_ids: list[int] = field(default_factory=list)
     attempts: int = 0
     notices: list[str] = field(default_factory=list)
@@ -86,18 +91,14 @@ class AgentRunner:
         if session.system_prompt is None:
             prompt = await self._system_prompt_for(request.chat_key)
             await self._store.set_system_prompt(session.id, prompt)
-        summary_usage: list[tuple[int, int]] = []
-        compressor = self._compactor.build_compressor(
-            request.settings,
-            session.compressor,
-            lambda _model, prompt, completion: summary_usage.append((prompt, completion)),
+        turn = _Turn(
+            request, self._compactor.build_compressor(request.settings, session.compressor)
         )
-        turn = _Turn(request, compressor, request.anchor_id)
+        turn.anchor_id = request.anchor_id
         try:
             return await self._run(turn)
         finally:
-            await self._store.save_compressor_state(session.id, compressor.state)
-            await self._record_usage(turn, summary_usage)
+            await self._record_usage(turn)
 
     async def _run(self, turn: _Turn) -> TurnResult:
         await self._load(turn)
@@ -146,14 +147,21 @@ class AgentRunner:
                         "compress it further. An admin can run /new."
                     ) from None
                 continue
-            tripped = turn.compressor.update_from_response(
-                {"prompt_tokens": response.prompt_tokens, "completion_tokens": 0}
-            )
-            if tripped:
-                turn.notices.append(BREAKER_NOTICE)
-                self._compactor.metrics.breaker_paused()
+            await self._record_prompt_tokens(turn, response.prompt_tokens)
             turn.replies.append(response)
             return response
+
+    async def _record_prompt_tokens(self, turn: _Turn, prompt_tokens: int) -> None:
+        """A delta checked against the version the prompt was built from, never a snapshot."""
+        tripped: list[bool] = []
+        delta = self._compactor.prompt_tokens_delta(turn.request.settings, prompt_tokens, tripped)
+        state = await self._store.apply_state_delta(turn.request.session_id, turn.version, delta)
+        if state is None:
+            return  # a compaction committed meanwhile: the count describes an older transcript
+        turn.compressor = self._compactor.build_compressor(turn.request.settings, state)
+        if any(tripped):
+            turn.notices.append(BREAKER_NOTICE)
+            self._compactor.metrics.breaker_paused()
 
     async def _preflight(self, turn: _Turn) -> None:
         for _ in range(PREFLIGHT_PASSES):
@@ -172,16 +180,29 @@ class AgentRunner:
         return turn.request.compression_enabled and turn.attempts < MAX_COMPACTIONS_PER_TURN
 
     async def _compact(self, turn: _Turn, trigger: str, *, force: bool = False) -> bool:
+        """Compact, or wait for the compaction already in flight; True if the transcript changed."""
+        session_id = turn.request.session_id
+        version = turn.version
+        leases = self._compactor.leases
+        if leases.in_flight(session_id):
+            idle = await self._wait_for_compaction(turn)
+            if turn.version != version:
+                return True
+            if not idle:
+                return False  # the deadline passed: answer from the current transcript
         turn.attempts += 1
         report = await self._compactor.compact(
-            turn.request.session_id,
+            session_id,
             trigger=trigger,
             settings=turn.request.settings,
             system_prompt=await self._system_prompt_for(turn.request.chat_key),
             force=force,
-            compressor=turn.compressor,
             upto_id=turn.anchor_id,
         )
+        if report.outcome == "locked":
+            # Another path (hygiene, overnight, the CLI) holds the lease: its result is ours.
+            await self._wait_for_compaction(turn)
+            return turn.version != version
         if report.notice:
             turn.notices.append(report.notice)
         if report.new_anchor_id is not None:
@@ -189,10 +210,32 @@ class AgentRunner:
         await self._load(turn)
         return report.changed
 
+    async def _wait_for_compaction(self, turn: _Turn) -> bool:
+        leases = self._compactor.leases
+        idle = await leases.wait_idle(turn.request.session_id, turn.request.compaction_wait_seconds)
+        if not idle:
+            log.warning(
+                "compaction still running after %.0fs; answering from the current transcript "
+                "(chat=%s session=%d)",
+                turn.request.compaction_wait_seconds,
+                turn.request.chat_key,
+                turn.request.session_id,
+            )
+        await self._load(turn)
+        return idle
+
     async def _load(self, turn: _Turn) -> None:
-        """The request: the transcript up to the anchor, plus this turn's own tool round-trips."""
+        """The request: the transcript up to the anchor, plus this turn's own tool round-trips.
+
+        The compressor is rebuilt from the row each time, so no state is held across a wait.
+        """
         session = await self._store.get_session(turn.request.session_id)
         active = await self._store.load_active(session.id)
+        turn.anchor_id = _current_anchor(active, turn.anchor_id, turn.request.anchor_platform_id)
+        turn.version = session.version
+        turn.compressor = self._compactor.build_compressor(
+            turn.request.settings, session.compressor
+        )
         rows = _rows_for_turn(active, turn.anchor_id, turn.own_ids)
         system = session.system_prompt or ""
         turn.messages = [{"role": "system", "content": system}, *(r.to_openai() for r in rows)]
@@ -221,14 +264,12 @@ class AgentRunner:
     def _result(self, turn: _Turn, reply: str | None, error: str | None) -> TurnResult:
         return TurnResult(reply, tuple(turn.notices), turn.attempts, error)
 
-    async def _record_usage(self, turn: _Turn, summary_usage: list[tuple[int, int]]) -> None:
+    async def _record_usage(self, turn: _Turn) -> None:
         key, user = turn.request.chat_key, turn.request.author_id
         for response in turn.replies:
             await self._store.add_usage(
                 key, user, "reply", response.prompt_tokens, response.completion_tokens
             )
-        for prompt, completion in summary_usage:
-            await self._store.add_usage(key, None, "compression", prompt, completion)
 
 
 class _TurnFailed(Exception):
@@ -248,6 +289,16 @@ def _rows_for_turn(
     cut = ids.index(anchor_id) + 1
     own = set(own_ids)
     return active[:cut] + [m for m in active[cut:] if m.id in own]
+
+
+def _current_anchor(active: list[StoredMessage], anchor_id: int, platform_id: str | None) -> int:
+    """The anchor row, or its verbatim copy after another path compacted the original away."""
+    if platform_id is None or any(m.id == anchor_id for m in active):
+        return anchor_id
+    for row in reversed(active):
+        if row.role == "user" and row.platform_message_id == platform_id:
+            return row.id
+    return anchor_id
 
 
 def _llm_failure_text(exc: LLMError) -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import enum
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -17,6 +18,14 @@ from bot.runner import AgentRunner
 from bot.store.base import Store
 from compression import CompressorConfig
 from compression.tokens import TokenCounter
+
+
+class _Parent(enum.Enum):
+    LOOK_UP = "look up"
+
+
+# "Read the chat row to find its parent": callers that know the parent pass it (or None).
+LOOK_UP_PARENT = _Parent.LOOK_UP
 
 
 @dataclass(slots=True)
@@ -49,18 +58,27 @@ class Services:
         assert self.runner is not None
         return self.runner
 
-    async def raw_settings(self, chat_key: str) -> tuple[dict[str, str], dict[str, str] | None]:
-        """The chat's stored values and, for a thread, its parent chat's."""
-        chat = await self.store.get_chat(chat_key)
+    async def raw_settings(
+        self, chat_key: str, parent_key: str | _Parent | None = LOOK_UP_PARENT
+    ) -> tuple[dict[str, str], dict[str, str] | None]:
+        """The chat's stored values and, for a thread, its parent chat's.
+
+        The ingress knows the parent (the platform says), which saves a chat lookup per message.
+        """
+        if parent_key is LOOK_UP_PARENT:
+            chat = await self.store.get_chat(chat_key)
+            parent_key = chat.parent_key if chat is not None else None
         raw = await self.store.get_chat_settings(chat_key)
         parent_raw = None
-        if chat is not None and chat.parent_key:
-            parent_raw = await self.store.get_chat_settings(chat.parent_key)
+        if isinstance(parent_key, str):
+            parent_raw = await self.store.get_chat_settings(parent_key)
         return raw, parent_raw
 
-    async def settings_for(self, chat_key: str) -> ChatSettings:
+    async def settings_for(
+        self, chat_key: str, parent_key: str | _Parent | None = LOOK_UP_PARENT
+    ) -> ChatSettings:
         """The chat's settings: its own values, else its parent chat's, else operator defaults."""
-        raw, parent_raw = await self.raw_settings(chat_key)
+        raw, parent_raw = await self.raw_settings(chat_key, parent_key)
         return chat_settings.resolve(raw, parent_raw, self.config)
 
     def compaction_settings(self, settings: ChatSettings) -> CompressorConfig:
@@ -80,7 +98,8 @@ class Services:
         settings = await self.settings_for(chat_key)
         pins = [p.text for p in await self.store.list_pins(chat_key)]
         return build_system_prompt(
-            persona=settings.system_prompt or self.config.gateway.persona,
+            persona=self.config.gateway.persona,
+            chat_instructions=settings.system_prompt,
             language=None if settings.language == "auto" else settings.language,
             pins=pins,
         )

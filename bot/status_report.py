@@ -26,6 +26,7 @@ def status_text(
     *,
     context_length: int,
     threshold: float,
+    hygiene_threshold: float,
     max_tokens: int | None,
     archived_messages: int,
     last_compaction: CompressionEvent | None,
@@ -34,9 +35,13 @@ def status_text(
     state = session.compressor
     used = max(state.last_prompt_tokens, session.active_tokens)
     trigger_at = compute_threshold_tokens(context_length, threshold, max_tokens)
+    hygiene_at = int(context_length * hygiene_threshold)
     lines = [
         f"📊 Context {gauge(used, context_length)}",
-        f"Tokens: {used:,} / {context_length:,} (compaction at {trigger_at:,}, {threshold:.0%})",
+        f"Tokens: {used:,} / {context_length:,}",
+        # Two triggers, each named: they use different shares of the window.
+        f"Compaction before a reply at {trigger_at:,} (threshold {threshold:.0%}); "
+        f"background hygiene at {hygiene_at:,} (hygiene_threshold {hygiene_threshold:.0%})",
         f"Messages: {session.active_messages:,} active, {archived_messages:,} archived",
         f"Compactions: {state.compression_count}",
     ]

@@ -1,9 +1,9 @@
-"""The storage seam: records that cross it and the `Store` protocol every backend implements."""
+"""The storage seam: records that cross it and the small protocols a backend implements (SPEC 4)."""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
@@ -177,13 +177,45 @@ class UsageRow:
     calls: int
 
 
-class Store(Protocol):
-    """Everything the service persists. All methods are coroutines; one writer at a time."""
+@dataclass(frozen=True, slots=True)
+class IngestItem:
+    """One inbound update for `ingest`: its dedup key, its chat, and the row to store (if any)."""
 
-    async def open(self) -> None: ...
-    async def close(self) -> None: ...
+    platform: str
+    update_id: str | None  # None: no dedup (the platform gives no stable id)
+    chat_key: str
+    scope_user: str | None
+    # None for a command: only marked processed, it runs after the commit.
+    message: NewMessage | None
+    title: str | None = None
+    parent_key: str | None = None
+    is_group: bool = True
+    # False when the caller knows the chat row already says this (saves a write per message).
+    upsert_chat: bool = True
 
-    # chats and sessions
+
+@dataclass(frozen=True, slots=True)
+class IngestResult:
+    duplicate: bool
+    # The session the message went to, after the insert (None for a duplicate).
+    session: SessionRecord | None = None
+    message_id: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class LockRecord:
+    session_id: int
+    holder: str
+    expires_at: float
+
+
+# A pure change of the compressor state, applied to the freshest row inside one transaction.
+StateDelta = Callable[[CompressorState], CompressorState]
+
+
+class TranscriptStore(Protocol):
+    """Chats, sessions and their messages: ingest, the fenced compaction commit, search."""
+
     async def upsert_chat(
         self,
         key: str,
@@ -206,22 +238,30 @@ class Store(Protocol):
         ...
 
     async def list_sessions(self, chat_key: str | None = None) -> list[SessionRecord]: ...
-    async def save_compressor_state(self, session_id: int, state: CompressorState) -> None: ...
+    async def save_compressor_state(self, session_id: int, state: CompressorState) -> None:
+        """Overwrite the state (operator tools and tests only; the service writes deltas)."""
+        ...
+
+    async def apply_state_delta(
+        self, session_id: int, expected_version: int, delta: StateDelta
+    ) -> CompressorState | None:
+        """Apply `delta` to the stored state if the session is still at `expected_version`.
+
+        Returns the new state, or None (nothing written) when a compaction committed since.
+        """
+        ...
+
     async def set_system_prompt(self, session_id: int, prompt: str | None) -> None: ...
 
-    # messages
-    async def append_messages(
-        self,
-        session_id: int,
-        messages: Sequence[NewMessage],
-        *,
-        processed_update: tuple[str, str] | None = None,
-    ) -> list[int]:
-        """Insert in order and update the session's running totals in the same transaction.
+    async def ingest(self, items: Sequence[IngestItem]) -> list[IngestResult]:
+        """Dedup, chat upsert and message insert of every item in ONE transaction, in order.
 
-        With `processed_update` (platform, update id) the update is marked processed in that
-        transaction too, and nothing is inserted (returns []) when it already was.
+        An item whose update id was seen before is a duplicate and writes nothing.
         """
+        ...
+
+    async def append_messages(self, session_id: int, messages: Sequence[NewMessage]) -> list[int]:
+        """Insert in order and update the session's running totals in the same transaction."""
         ...
 
     async def load_active(self, session_id: int) -> list[StoredMessage]: ...
@@ -229,13 +269,24 @@ class Store(Protocol):
         self, chat_key: str, *, include_archived: bool = True
     ) -> list[StoredMessage]: ...
     async def archive_and_compact(
-        self, session: SessionRecord, compacted: Sequence[NewMessage], watermark: int
+        self,
+        session: SessionRecord,
+        compacted: Sequence[NewMessage],
+        watermark: int | None,
+        *,
+        state: StateDelta | None = None,
+        system_prompt: str | None = None,
+        event: CompressionEvent | None = None,
+        holder: str | None = None,
     ) -> CompactionCommit | None:
-        """Archive the active rows up to and including the row `watermark` (in transcript order)
-        and insert `compacted` in their place, before the rows that came after it.
+        """The whole compaction commit, in one transaction.
 
-        Fenced on `session.version`: returns None and changes nothing if another compaction
-        committed since `session` was read.
+        Archives the active rows up to and including the row `watermark` (in transcript order;
+        None archives nothing) and inserts `compacted` in their place, before the rows that came
+        after it; applies the `state` delta to the current state; writes `system_prompt` and
+        `event`; releases `holder`'s lock.
+        Compare-and-set on `session.version` (and on `holder` still owning the lock): returns
+        None and changes nothing if another commit won.
         """
         ...
 
@@ -248,18 +299,38 @@ class Store(Protocol):
         """(tokens, messages) of the active rows, recomputed from scratch."""
         ...
 
-    # compression lock
-    async def acquire_lock(self, session_id: int, holder: str, ttl_seconds: float) -> bool: ...
-    async def renew_lock(self, session_id: int, holder: str, ttl_seconds: float) -> bool: ...
-    async def release_lock(self, session_id: int, holder: str) -> bool: ...
-    async def lock_holder(self, session_id: int) -> str | None: ...
 
-    # per-chat settings (raw strings; validation lives in bot.chat_settings)
+class MemoryStore(Protocol):
+    """Durable per-chat facts (pins, SPEC 6.8)."""
+
+    async def add_pin(self, chat_key: str, text: str, author: str | None) -> Pin: ...
+    async def list_pins(self, chat_key: str) -> list[Pin]: ...
+    async def remove_pin(self, chat_key: str, pin_id: int) -> bool: ...
+
+
+class SettingsStore(Protocol):
+    """Per-chat settings as raw strings; validation lives in bot.chat_settings."""
+
     async def get_chat_settings(self, chat_key: str) -> dict[str, str]: ...
     async def set_chat_setting(self, chat_key: str, key: str, value: str) -> None: ...
     async def unset_chat_setting(self, chat_key: str, key: str) -> bool: ...
 
-    # events, usage, dedup, pins
+
+class BookkeepingStore(Protocol):
+    """Compaction locks (leases), redelivery dedup, compression events, usage."""
+
+    async def acquire_lock(self, session_id: int, holder: str, ttl_seconds: float) -> bool: ...
+    async def renew_lock(self, session_id: int, holder: str, ttl_seconds: float) -> bool: ...
+    async def release_lock(self, session_id: int, holder: str) -> bool: ...
+    async def lock_holder(self, session_id: int) -> str | None: ...
+    async def list_locks(self) -> list[LockRecord]:
+        """Every lock row, expired or not (start-up reclaims the dead holders' rows)."""
+        ...
+
+    async def mark_update_processed(self, platform: str, update_id: str) -> bool:
+        """True the first time an update id is seen, False for a redelivery."""
+        ...
+
     async def record_compression_event(self, event: CompressionEvent) -> int: ...
     async def list_compression_events(
         self, *, chat_key: str | None = None, limit: int = 50
@@ -275,9 +346,6 @@ class Store(Protocol):
         day: str | None = None,
     ) -> None: ...
     async def usage(self, chat_key: str, since_day: str) -> list[UsageRow]: ...
-    async def mark_update_processed(self, platform: str, update_id: str) -> bool:
-        """True the first time an update id is seen, False for a redelivery."""
-        ...
 
     async def record_dead_letter(
         self, platform: str, update_id: str, error: str, payload: str
@@ -286,6 +354,10 @@ class Store(Protocol):
         ...
 
     async def list_dead_letters(self, limit: int = 50) -> list[DeadLetter]: ...
-    async def add_pin(self, chat_key: str, text: str, author: str | None) -> Pin: ...
-    async def list_pins(self, chat_key: str) -> list[Pin]: ...
-    async def remove_pin(self, chat_key: str, pin_id: int) -> bool: ...
+
+
+class Store(TranscriptStore, MemoryStore, SettingsStore, BookkeepingStore, Protocol):
+    """Everything the service persists, as one backend implements it; one writer at a time."""
+
+    async def open(self) -> None: ...
+    async def close(self) -> None: ...

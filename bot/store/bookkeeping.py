@@ -5,15 +5,16 @@ from __future__ import annotations
 from collections.abc import Callable
 from datetime import UTC, datetime
 
-import aiosqlite
-
 from bot.store import rows
-from bot.store.base import CompressionEvent, Pin, UsagePurpose, UsageRow
+from bot.store.base import CompressionEvent, LockRecord, Pin, UsagePurpose, UsageRow
 from bot.store.database import Database, one
-
-# Telegram redelivers an unacknowledged update for at most 24 hours; a week is ample margin.
-PROCESSED_UPDATES_KEEP_SECONDS = 7 * 24 * 3600
-PRUNE_INTERVAL_SECONDS = 3600
+from bot.store.settings_cache import RawSettingsCache
+from bot.store.sqlite_writes import (
+    INSERT_EVENT_SQL,
+    event_params,
+    mark_processed,
+    prune_processed,
+)
 
 
 class Bookkeeping:
@@ -22,6 +23,7 @@ class Bookkeeping:
     _db: Database
     _clock: Callable[[], float]
     _last_prune: float = 0.0
+    _settings_cache: RawSettingsCache
 
     # compression lock
 
@@ -67,13 +69,24 @@ class Bookkeeping:
         )
         return row["holder"] if row else None
 
+    async def list_locks(self) -> list[LockRecord]:
+        found = await self._db.fetchall(
+            "SELECT session_id, holder, expires_at FROM compression_locks ORDER BY session_id"
+        )
+        return [LockRecord(r["session_id"], r["holder"], r["expires_at"]) for r in found]
+
     # per-chat settings
 
     async def get_chat_settings(self, chat_key: str) -> dict[str, str]:
+        cached = self._settings_cache.get(chat_key)
+        if cached is not None:
+            return cached
         found = await self._db.fetchall(
             "SELECT key, value FROM chat_settings WHERE chat_key = ?", (chat_key,)
         )
-        return {r["key"]: r["value"] for r in found}
+        values = {r["key"]: r["value"] for r in found}
+        self._settings_cache.put(chat_key, values)
+        return values
 
     async def set_chat_setting(self, chat_key: str, key: str, value: str) -> None:
         async with self._db.transaction() as conn:
@@ -82,37 +95,21 @@ class Bookkeeping:
                 " ON CONFLICT(chat_key, key) DO UPDATE SET value = excluded.value",
                 (chat_key, key, value),
             )
+        self._settings_cache.drop(chat_key)
 
     async def unset_chat_setting(self, chat_key: str, key: str) -> bool:
         async with self._db.transaction() as conn:
             cur = await conn.execute(
                 "DELETE FROM chat_settings WHERE chat_key = ? AND key = ?", (chat_key, key)
             )
+        self._settings_cache.drop(chat_key)
         return cur.rowcount == 1
 
     # events, usage, dedup, pins
 
     async def record_compression_event(self, event: CompressionEvent) -> int:
         async with self._db.transaction() as conn:
-            cur = await conn.execute(
-                "INSERT INTO compression_events(chat_key, session_id, trigger, started_at,"
-                " ended_at, outcome, messages_before, messages_after, tokens_before,"
-                " tokens_after, summary_tokens, error) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (
-                    event.chat_key,
-                    event.session_id,
-                    event.trigger,
-                    event.started_at,
-                    event.ended_at,
-                    event.outcome,
-                    event.messages_before,
-                    event.messages_after,
-                    event.tokens_before,
-                    event.tokens_after,
-                    event.summary_tokens,
-                    event.error,
-                ),
-            )
+            cur = await conn.execute(INSERT_EVENT_SQL, event_params(event))
         return int(cur.lastrowid or 0)
 
     async def list_compression_events(
@@ -158,12 +155,7 @@ class Bookkeeping:
         now = self._clock()
         async with self._db.transaction() as conn:
             inserted = await mark_processed(conn, platform, update_id, now)
-            if now - self._last_prune >= PRUNE_INTERVAL_SECONDS:
-                self._last_prune = now
-                await conn.execute(
-                    "DELETE FROM processed_updates WHERE seen_at < ?",
-                    (now - PROCESSED_UPDATES_KEEP_SECONDS,),
-                )
+            self._last_prune = await prune_processed(conn, now, self._last_prune)
         return inserted
 
     async def add_pin(self, chat_key: str, text: str, author: str | None) -> Pin:
@@ -189,14 +181,3 @@ class Bookkeeping:
                 "DELETE FROM pins WHERE chat_key = ? AND id = ?", (chat_key, pin_id)
             )
         return cur.rowcount == 1
-
-
-async def mark_processed(
-    conn: aiosqlite.Connection, platform: str, update_id: str, now: float
-) -> bool:
-    """Mark an update processed inside the caller's transaction; False when it already was."""
-    cur = await conn.execute(
-        "INSERT OR IGNORE INTO processed_updates(platform, update_id, seen_at) VALUES (?, ?, ?)",
-        (platform, str(update_id), now),
-    )
-    return cur.rowcount == 1

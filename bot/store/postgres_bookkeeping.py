@@ -11,9 +11,9 @@ from typing import TYPE_CHECKING
 
 from bot.store import rows
 from bot.store.base import CompressionEvent, Pin, UsagePurpose, UsageRow
-from bot.store.bookkeeping import PROCESSED_UPDATES_KEEP_SECONDS, PRUNE_INTERVAL_SECONDS
 from bot.store.dead_letters import MAX_ERROR_CHARS, MAX_PAYLOAD_CHARS, DeadLetter
 from bot.store.postgres_database import PostgresDatabase, affected
+from bot.store.sqlite_writes import PROCESSED_UPDATES_KEEP_SECONDS, PRUNE_INTERVAL_SECONDS
 
 if TYPE_CHECKING:
     from bot.store.postgres_database import PooledConnection

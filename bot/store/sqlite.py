@@ -9,12 +9,9 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-import aiosqlite
-
 from bot.store import rows
 from bot.store.base import (
     ChatRecord,
-    CompactionCommit,
     NewMessage,
     SearchHit,
     SessionNotFound,
@@ -26,7 +23,15 @@ from bot.store.database import Database, one
 from bot.store.dead_letters import DeadLetters
 from bot.store.hits import FETCH_FACTOR, clamp_limit, distinct_hits
 from bot.store.migrations import TRIGRAM
+from bot.store.settings_cache import RawSettingsCache
 from bot.store.sqlite_tables import SqliteTables
+from bot.store.sqlite_writes import (
+    COUNT_ACTIVE_SQL,
+    OPEN_SESSION_SQL,
+    CompactionWrites,
+    max_seq,
+    start_session,
+)
 from compression.state import CompressorState
 
 log = logging.getLogger(__name__)
@@ -34,7 +39,7 @@ log = logging.getLogger(__name__)
 TRIGRAM_MIN_CHARS = 3  # the trigram tokenizer cannot match anything shorter
 
 
-class SqliteStore(Bookkeeping, DeadLetters):
+class SqliteStore(CompactionWrites, Bookkeeping, DeadLetters):
     """`Store` on one SQLite file (or ":memory:"). Writes are serialised; reads use WAL."""
 
     def __init__(
@@ -47,6 +52,7 @@ class SqliteStore(Bookkeeping, DeadLetters):
         self._db = Database(path, read_only=read_only)
         self._clock = clock
         self._last_prune = 0.0
+        self._settings_cache = RawSettingsCache(clock)
 
     @property
     def fts_tokenizer(self) -> str:
@@ -158,16 +164,18 @@ class SqliteStore(Bookkeeping, DeadLetters):
                 "UPDATE chats SET parent_key = ? WHERE parent_key = ?", (new_key, old_key)
             )
             await conn.execute("DELETE FROM chats WHERE key = ?", (old_key,))
+        self._settings_cache.drop(old_key)
+        self._settings_cache.drop(new_key)
         log.info("chat migrated (chat=%s new_chat=%s)", old_key, new_key)
 
     async def active_session(self, chat_key: str, scope_user: str | None = None) -> SessionRecord:
-        row = await self._db.fetchone(_OPEN_SESSION_SQL, (chat_key, scope_user))
+        row = await self._db.fetchone(OPEN_SESSION_SQL, (chat_key, scope_user))
         if row is not None:
             return rows.session_from_row(row)
         async with self._db.transaction() as conn:
-            row = await one(conn, _OPEN_SESSION_SQL, (chat_key, scope_user))
+            row = await one(conn, OPEN_SESSION_SQL, (chat_key, scope_user))
             if row is None:
-                row = await self._start_session(conn, chat_key, scope_user)
+                row = await start_session(conn, chat_key, scope_user, self._clock())
         return rows.session_from_row(row)
 
     async def get_session(self, session_id: int) -> SessionRecord:
@@ -183,24 +191,8 @@ class SqliteStore(Bookkeeping, DeadLetters):
                 " AND ended_at IS NULL",
                 (self._clock(), chat_key, scope_user),
             )
-            row = await self._start_session(conn, chat_key, scope_user)
+            row = await start_session(conn, chat_key, scope_user, self._clock())
         return rows.session_from_row(row)
-
-    async def _start_session(
-        self, conn: aiosqlite.Connection, chat_key: str, scope_user: str | None
-    ) -> Any:
-        now = self._clock()
-        platform = chat_key.split(":", 1)[0]
-        await conn.execute(
-            "INSERT OR IGNORE INTO chats(key, platform, created_at) VALUES (?, ?, ?)",
-            (chat_key, platform, now),
-        )
-        cur = await conn.execute(
-            "INSERT INTO sessions(chat_key, scope_user, started_at, last_activity_at)"
-            " VALUES (?, ?, ?, ?)",
-            (chat_key, scope_user, now, now),
-        )
-        return await one(conn, "SELECT * FROM sessions WHERE id = ?", (cur.lastrowid,))
 
     async def list_sessions(self, chat_key: str | None = None) -> list[SessionRecord]:
         if chat_key is None:
@@ -251,7 +243,7 @@ class SqliteStore(Bookkeeping, DeadLetters):
             )
             if cur.rowcount != 1:
                 raise SessionNotFound(session_id)
-            base = await _max_seq(conn, session_id)
+            base = await max_seq(conn, session_id)
             await conn.executemany(
                 rows.INSERT_MESSAGE_SQL,
                 [
@@ -289,76 +281,6 @@ class SqliteStore(Bookkeeping, DeadLetters):
         )
         return int(found[0][0])
 
-    async def archive_and_compact(
-        self, session: SessionRecord, compacted: Sequence[NewMessage], watermark: int
-    ) -> CompactionCommit | None:
-        sid = session.id
-        now = self._clock()
-        async with self._db.transaction() as conn:
-            row = await one(conn, "SELECT version FROM sessions WHERE id = ?", (sid,))
-            if row is None:
-                raise SessionNotFound(sid)
-            if row["version"] != session.version:
-                log.info(
-                    "compaction fenced out (chat=%s session=%d expected_version=%d version=%d)",
-                    session.chat_key,
-                    sid,
-                    session.version,
-                    row["version"],
-                )
-                return None
-            # The fence is a position in the transcript, not an id: after a compaction the
-            # compacted rows have higher ids than the survivors that follow them.
-            mark = await one(
-                conn,
-                "SELECT seq FROM messages WHERE id = ? AND session_id = ? AND active = 1",
-                (watermark, sid),
-            )
-            if mark is None:
-                log.info("compaction watermark is gone (chat=%s session=%d)", session.chat_key, sid)
-                return None
-            cur = await conn.execute(
-                "UPDATE messages SET active = 0, compacted = 1"
-                " WHERE session_id = ? AND active = 1 AND seq <= ?",
-                (sid, mark["seq"]),
-            )
-            archived = cur.rowcount
-            # Rows newer than the watermark arrived while the summary was written: renumber them
-            # after the compacted set so the transcript reads summary, tail, then the newcomers.
-            survivors = await conn.execute_fetchall(
-                "SELECT id FROM messages WHERE session_id = ? AND active = 1 ORDER BY seq", (sid,)
-            )
-            base = await _max_seq(conn, sid)
-            await conn.executemany(
-                rows.INSERT_MESSAGE_SQL,
-                [rows.message_params(m, sid, base + i + 1, now) for i, m in enumerate(compacted)],
-            )
-            after = base + len(compacted)
-            inserted = await conn.execute_fetchall(
-                "SELECT id FROM messages"
-                " WHERE session_id = ? AND seq > ? AND seq <= ? ORDER BY seq",
-                (sid, base, after),
-            )
-            await conn.executemany(
-                "UPDATE messages SET seq = ? WHERE id = ?",
-                [(after + i + 1, r[0]) for i, r in enumerate(survivors)],
-            )
-            tokens, count = await _count_active(conn, sid)
-            version = session.version + 1
-            await conn.execute(
-                "UPDATE sessions SET active_tokens = ?, active_messages = ?, version = ?"
-                " WHERE id = ?",
-                (tokens, count, version, sid),
-            )
-        return CompactionCommit(
-            archived=archived,
-            inserted=len(compacted),
-            active_tokens=tokens,
-            active_messages=count,
-            version=version,
-            inserted_ids=tuple(r[0] for r in inserted),
-        )
-
     async def search(self, chat_key: str, query: str, limit: int = 10) -> list[SearchHit]:
         """Messages of every session of the chat, archived included, newest first."""
         needle = query.strip()
@@ -378,16 +300,10 @@ class SqliteStore(Bookkeeping, DeadLetters):
         return distinct_hits((rows.hit_from_row(r) for r in found), limit)
 
     async def recount(self, session_id: int) -> tuple[int, int]:
-        found = await self._db.fetchall(_COUNT_ACTIVE_SQL, (session_id,))
+        found = await self._db.fetchall(COUNT_ACTIVE_SQL, (session_id,))
         return int(found[0][0]), int(found[0][1])
 
 
-_OPEN_SESSION_SQL = (
-    "SELECT * FROM sessions WHERE chat_key = ? AND scope_user IS ? AND ended_at IS NULL"
-)
-_COUNT_ACTIVE_SQL = (
-    "SELECT coalesce(sum(tokens), 0), count(*) FROM messages WHERE session_id = ? AND active = 1"
-)
 _HIT_COLUMNS = (
     "m.id, m.session_id, m.role, m.author_name, m.content, m.content_format, m.created_at, m.active"
 )
@@ -401,15 +317,3 @@ _LIKE_SEARCH_SQL = (
     " WHERE s.chat_key = ? AND (m.content LIKE ? ESCAPE '\\' OR m.tool_calls LIKE ? ESCAPE '\\')"
     " ORDER BY m.id DESC LIMIT ?"
 )
-
-
-async def _max_seq(conn: aiosqlite.Connection, session_id: int) -> int:
-    row = await one(
-        conn, "SELECT coalesce(max(seq), 0) FROM messages WHERE session_id = ?", (session_id,)
-    )
-    return int(row[0])
-
-
-async def _count_active(conn: aiosqlite.Connection, session_id: int) -> tuple[int, int]:
-    row = await one(conn, _COUNT_ACTIVE_SQL, (session_id,))
-    return int(row[0]), int(row[1])

@@ -137,7 +137,7 @@ class Rig:
 
     async def settle(self) -> None:
         """Every submitted command and answer has finished."""
-        await asyncio.wait_for(self.app.gateway.lanes.join(), WAIT_SECONDS)
+        await asyncio.wait_for(self.app.gateway.join(), WAIT_SECONDS)
 
 
 @contextlib.asynccontextmanager

@@ -178,3 +178,21 @@ async def test_lone_surrogate_in_a_discord_message_is_stored_repaired(rig: Rig) 
     await rig.settle()
     history = await rig.app.services.store.load_history(handled.chat_key)
     assert [m.content for m in history] == ["[alice] half a pair \ufffd here"]
+
+
+async def test_a_then_b_are_stored_a_b_in_twenty_of_twenty_trials(rig: Rig) -> None:
+    # discord.py runs each MESSAGE_CREATE in its own task; the adapter queues them per channel
+    # before anything awaits, so an unaddressed A is stored before the mention B that follows.
+    for trial in range(20):
+        await rig.discord.send_message(f"A{trial}: my order id is 44{trial:02d}", author_id=1002)
+        await rig.discord.send_message(f"B{trial}: check it", mention_bot=True)
+        handled = [await rig.next_handled(), await rig.next_handled()]
+        assert [m.text.split(":")[0] for m in handled] == [f"A{trial}", f"B{trial}"]
+        await rig.next_sent()
+    await rig.settle()
+    history = await rig.app.services.store.load_history(handled[0].chat_key)
+    users = [str(m.content) for m in history if m.role == "user"]
+    expected = [f"{kind}{t}" for t in range(20) for kind in "AB"]
+    assert [text.split("] ", 1)[1].split(":")[0] for text in users] == expected
+    # B's prompt could see A.
+    assert "order id is 4419" in str(rig.llm.completions[-1]["messages"])

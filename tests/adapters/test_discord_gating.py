@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 
 from adapters.discord_gating import DiscordFacts, ignore_reason, model_text, to_inbound
+from bot.activation import activated
 
 BOT = "900"
 FACTS = DiscordFacts(
@@ -27,8 +28,13 @@ def facts(**changes: object) -> DiscordFacts:
 def addressed(
     message: DiscordFacts, activation: str = "mention", keyword: str | None = None
 ) -> bool:
-    inbound = to_inbound(message, bot_id=BOT, activation=activation, keyword=keyword)  # type: ignore[arg-type]
-    return inbound.addressed
+    inbound = to_inbound(message, bot_id=BOT)
+    return inbound.addressed or activated(
+        activation,  # type: ignore[arg-type]
+        keyword,
+        inbound.text,
+        mentions_others=inbound.mentions_others,
+    )
 
 
 def test_plain_group_message_is_observed_under_mention_activation() -> None:
@@ -36,7 +42,7 @@ def test_plain_group_message_is_observed_under_mention_activation() -> None:
 
 
 def test_dm_is_addressed_and_not_a_group() -> None:
-    inbound = to_inbound(facts(is_dm=True), bot_id=BOT, activation="mention", keyword=None)
+    inbound = to_inbound(facts(is_dm=True), bot_id=BOT)
     assert inbound.addressed and not inbound.is_group
 
 
@@ -63,9 +69,7 @@ def test_keyword_activation_needs_the_whole_word() -> None:
 
 
 def test_thread_is_its_own_chat_under_the_parent_id() -> None:
-    inbound = to_inbound(
-        facts(channel_id="71", parent_id="70"), bot_id=BOT, activation="mention", keyword=None
-    )
+    inbound = to_inbound(facts(channel_id="71", parent_id="70"), bot_id=BOT)
     assert (inbound.chat_id, inbound.thread_id) == ("70", "71")
     assert inbound.parent_chat_key == "discord:70"
 

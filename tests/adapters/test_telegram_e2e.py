@@ -92,7 +92,7 @@ async def test_unaddressed_group_message_is_stored_not_answered(bot: Running) ->
     tg.push_update(tg.group_message("we ship on friday"))
     tg.push_update(tg.group_message("when do we ship?", mention_bot=True, first_name="Bob"))
     await bot.reply()
-    await bot.app.gateway.lanes.join()
+    await bot.app.gateway.join()
     assert len(tg.sent_log) == 1  # only the mention was answered
     assert "[Alice] we ship on friday" in await bot.history(f"telegram:{GROUP}")
     prompt = [m["content"] for m in bot.llm.completions[-1]["messages"]]
@@ -184,7 +184,7 @@ async def test_redelivered_update_is_processed_once(bot: Running) -> None:
     # PTB handles updates in order, so once this later one is answered the copy was seen.
     bot.tg.push_update(bot.tg.group_message("again", mention_bot=True, update_id=501))
     await bot.reply()
-    await bot.app.gateway.lanes.join()
+    await bot.app.gateway.join()
     assert len(bot.llm.completions) == 2
     assert len(bot.tg.sent_log) == 2
 
@@ -224,7 +224,7 @@ async def test_command_for_another_bot_is_ignored(bot: Running) -> None:
     bot.tg.push_update(bot.tg.group_message("/help@compact_bot"))
     sent = await bot.reply()
     assert "Commands:" in sent.text
-    await bot.app.gateway.lanes.join()
+    await bot.app.gateway.join()
     assert len(bot.tg.sent_log) == 1
 
 

@@ -10,7 +10,6 @@ from telegram import Update
 from adapters.telegram_gating import (
     Addressing,
     BotSelf,
-    activated,
     addressing,
     migration,
     skip_reason,
@@ -80,24 +79,11 @@ def test_mention_of_only_other_bots_is_not_for_us(tg: FakeTelegram) -> None:
 
 
 def test_mention_of_a_person_is_observed(tg: FakeTelegram) -> None:
-    assert decide(tg.group_message("@alice_w and @other_bot look")) is Addressing.OBSERVE
+    assert decide(tg.group_message("@alice_w and @other_bot look")) is Addressing.MENTIONS_OTHERS
 
 
 def test_mention_of_us_wins_over_other_bots(tg: FakeTelegram) -> None:
     assert decide(tg.group_message("@other_bot @compact_bot compare")) is Addressing.DIRECT
-
-
-def test_activation_always_addresses_every_message() -> None:
-    assert activated("always", None, "anything")
-
-
-def test_activation_keyword_matches_case_insensitively() -> None:
-    assert activated("keyword", "Jarvis", "hey jarvis, status?")
-    assert not activated("keyword", "Jarvis", "hey there")
-
-
-def test_activation_mention_ignores_keywords() -> None:
-    assert not activated("mention", "jarvis", "hey jarvis")
 
 
 def test_forum_topic_message_gets_its_own_thread_id(tg: FakeTelegram) -> None:

@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from bot.compaction import _to_rows
+from bot.compacted_rows import to_rows
 from bot.store.base import StoredMessage
 from compression.template import merge_into, wrap_summary
 from compression.tokens import counter_for
@@ -26,7 +26,7 @@ def stored(i: int, text: str, author: str) -> StoredMessage:
 def test_carried_and_merged_rows_keep_their_author() -> None:
     originals = [stored(1, "[Bob] the plan", "Bob"), stored(2, "[Ann] sounds good", "Ann")]
     merged = merge_into("[Ann] sounds good", wrap_summary("## Decisions\n- plan agreed"))
-    rows = _to_rows(
+    rows = to_rows(
         [{"role": "user", "content": "[Bob] the plan"}, {"role": "user", "content": merged}],
         originals,
         counter_for(None),

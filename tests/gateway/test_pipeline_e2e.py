@@ -76,7 +76,7 @@ async def test_long_group_chat_stays_within_window_and_keeps_every_message(tmp_p
                 text = chatter(i, rng) + (" @bot what do you think?" if addressed else "")
                 message = group_message(text, author=PEOPLE[i % 8], addressed=addressed)
                 await app.gateway.handle(message, adapter)
-            await app.gateway.lanes.join()
+            await app.gateway.join()
 
             store = app.services.store
             events = await store.list_compression_events(chat_key=CHAT)
@@ -104,7 +104,7 @@ async def test_hygiene_compacts_before_the_agent_at_85_percent(tmp_path: Path) -
             assert session.active_tokens >= 0.85 * 200_000
             adapter = RecordingAdapter()
             await app.gateway.handle(group_message("@bot status please"), adapter)
-            await app.gateway.lanes.join()
+            await app.gateway.join()
 
             events = await app.services.store.list_compression_events(chat_key=CHAT)
             assert [e.trigger for e in events] == ["hygiene"]
@@ -125,7 +125,7 @@ async def test_hard_message_limit_compacts_whatever_the_tokens_and_says_so_once(
             adapter = RecordingAdapter()
             await app.gateway.handle(group_message("@bot hello"), adapter)
             await app.gateway.handle(group_message("@bot again", author="Bob"), adapter)
-            await app.gateway.lanes.join()
+            await app.gateway.join()
 
             events = await app.services.store.list_compression_events(chat_key=CHAT)
             assert [e.trigger for e in events] == ["hygiene"]
@@ -140,7 +140,7 @@ async def test_default_hard_limit_of_5000_messages_fires(tmp_path: Path) -> None
             await seed_messages(app, [(PEOPLE[i % 8], f"n{i}") for i in range(5_000)])
             adapter = RecordingAdapter()
             await app.gateway.handle(group_message("@bot hi"), adapter)
-            await app.gateway.lanes.join()
+            await app.gateway.join()
             session = await app.services.store.active_session(CHAT)
             assert session.active_messages < 100
             assert sum(t.startswith("🧹 This chat reached 5001") for t in adapter.texts()) == 1
@@ -169,7 +169,7 @@ async def test_messages_during_a_slow_summary_are_stored_answered_in_order_and_k
             assert all(any(f"live {i}" in t for t in stored) for i in range(20))
             assert await store.lock_holder(session_id) is not None  # still summarising
 
-            await app.gateway.lanes.join()
+            await app.gateway.join()
             asked = [
                 b["messages"][-1]["content"] for b in fake.completions if not is_summary_call(b)
             ]
@@ -201,7 +201,7 @@ async def test_fifty_chats_concurrently_lose_and_duplicate_nothing(tmp_path: Pat
                     await app.gateway.handle(message, adapter)
 
             await asyncio.gather(*(chat(c) for c in range(50)))
-            await app.gateway.lanes.join()
+            await app.gateway.join()
             assert app.gateway.lanes.active_lanes == 0
             store = app.services.store
             for c in range(50):
@@ -234,7 +234,7 @@ async def test_overflow_413_then_400_compresses_and_the_turn_succeeds(tmp_path: 
             )
             adapter = RecordingAdapter()
             await app.gateway.handle(group_message("@bot summarize please"), adapter)
-            await app.gateway.lanes.join()
+            await app.gateway.join()
             assert adapter.texts() == ["final answer"]
             events = await app.services.store.list_compression_events(chat_key=CHAT)
             assert [(e.trigger, e.outcome) for e in events] == [
@@ -257,7 +257,7 @@ async def test_summary_401_leaves_transcript_unchanged_and_notifies_once(tmp_pat
             adapter = RecordingAdapter()
             await app.gateway.handle(group_message("@bot one"), adapter)
             await app.gateway.handle(group_message("@bot two", author="Carol"), adapter)
-            await app.gateway.lanes.join()
+            await app.gateway.join()
 
             after = [m.id for m in await store.load_active(session_id)]
             assert after[: len(before)] == before
@@ -285,7 +285,7 @@ async def test_summary_server_error_falls_back_to_deterministic_summary(tmp_path
             )
             adapter = RecordingAdapter()
             await app.gateway.handle(group_message("@bot go"), adapter)
-            await app.gateway.lanes.join()
+            await app.gateway.join()
             events = await store.list_compression_events(chat_key=CHAT)
             assert [(e.trigger, e.outcome) for e in events] == [("hygiene", "fallback")]
             summary = next(
@@ -303,7 +303,7 @@ async def test_restart_restores_compressor_state(tmp_path: Path) -> None:
             await store.set_chat_setting(CHAT, "hygiene_hard_message_limit", "40")
             await seed_messages(app, [("Bob", f"fact {i}") for i in range(45)])
             await app.gateway.handle(group_message("@bot hi"), RecordingAdapter())
-            await app.gateway.lanes.join()
+            await app.gateway.join()
             before = (await store.active_session(CHAT)).compressor
         assert before.compression_count == 1
         async with running_app(config) as app:
@@ -329,7 +329,7 @@ async def test_offline_model_answers_from_archived_history(tmp_path: Path) -> No
         )
         adapter = RecordingAdapter(admins={"alice"})
         await app.gateway.handle(group_message("/compress"), adapter)
-        await app.gateway.lanes.join()
+        await app.gateway.join()
         assert adapter.texts()[-1].startswith("🗜️ Compressed")
         bob_rows = [
             m
@@ -339,7 +339,7 @@ async def test_offline_model_answers_from_archived_history(tmp_path: Path) -> No
         assert bob_rows and not bob_rows[0].active
 
         await app.gateway.handle(group_message("@bot what did Bob say about the deploy?"), adapter)
-        await app.gateway.lanes.join()
+        await app.gateway.join()
         answer = adapter.texts()[-1]
         assert "offline" in answer
         assert "Bob" in answer and "Thursday after the database migration" in answer

@@ -13,7 +13,7 @@ async def test_addressed_message_is_answered_through_fake_endpoint(tmp_path: Pat
         async with running_app(config) as app:
             adapter = RecordingAdapter()
             await app.gateway.handle(group_message("hi @bot"), adapter)
-            await app.gateway.lanes.join()
+            await app.gateway.join()
             assert adapter.texts() == ["Hello Alice!"]
             body = fake.completions[-1]
             assert body["messages"][-1]["content"] == "[Alice] hi @bot"

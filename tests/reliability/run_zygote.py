@@ -13,9 +13,10 @@ from __future__ import annotations
 import os
 import sys
 
+import bot.service
+
 import adapters.telegram
 import bot.cli
-import bot.service
 import scheduler.overnight
 
 PRELOADED = (adapters.telegram, bot.service, scheduler.overnight)

@@ -86,7 +86,7 @@ async def test_llm_endpoint_down_every_question_gets_a_notice_and_every_message_
     async with running_app(config) as app:
         adapter = RecordingAdapter()
         await asyncio.gather(ask(app, adapter, "a", 3), ask(app, adapter, "b", 3))
-        await app.gateway.lanes.join()
+        await app.gateway.join()
         for chat in ("a", "b"):
             texts = adapter.texts(chat)
             assert_each_failure_noticed(texts, 3)
@@ -100,7 +100,7 @@ async def test_slow_llm_times_out_while_other_chats_are_answered(tmp_path: Path)
         async with running_app(config) as app:
             adapter = RecordingAdapter()
             await asyncio.gather(ask(app, adapter, "slow", 2), ask(app, adapter, "fast", 3))
-            await app.gateway.lanes.join()
+            await app.gateway.join()
 
             fast = adapter.texts("fast")
             assert fast == [f"answer <<mfast-{i}>>" for i in range(3)]
@@ -124,7 +124,7 @@ async def test_malformed_empty_rate_limited_and_500_replies_are_survived(tmp_pat
             adapter = RecordingAdapter()
             chats = [*responses, "ok"]
             await asyncio.gather(*(ask(app, adapter, chat, 2) for chat in chats))
-            await app.gateway.lanes.join()
+            await app.gateway.join()
 
             assert adapter.texts("ok") == ["answer <<mok-0>>", "answer <<mok-1>>"]
             for chat in responses:
@@ -139,7 +139,7 @@ async def test_empty_model_reply_sends_a_placeholder_once_per_message(tmp_path: 
         async with running_app(config) as app:
             adapter = RecordingAdapter()
             await ask(app, adapter, "empty", 2)
-            await app.gateway.lanes.join()
+            await app.gateway.join()
             assert adapter.texts("empty") == ["…", "…"]
             assert await stored_questions(app, "empty") == ["mempty-0", "mempty-1"]
 
@@ -152,7 +152,7 @@ async def test_failed_send_is_logged_kept_in_the_transcript_and_the_chat_goes_on
     async with running_app(config, llm=EchoLLM()) as app:
         adapter = RecordingAdapter(fail_sends=1)
         await ask(app, adapter, "g", 2)
-        await app.gateway.lanes.join()
+        await app.gateway.join()
         assert adapter.texts("g") == ["reply for <<mg-1>>"]
         assert any("could not be delivered" in r.getMessage() for r in caplog.records)
         rows = await app.services.store.load_history("test:g")
@@ -165,7 +165,7 @@ async def test_database_held_by_another_writer_delays_but_loses_nothing(tmp_path
     async with running_app(config, llm=EchoLLM()) as app:
         adapter = RecordingAdapter()
         await ask(app, adapter, "warmup", 1)
-        await app.gateway.lanes.join()
+        await app.gateway.join()
         holding = threading.Event()
 
         def busy_writer() -> None:
@@ -184,7 +184,7 @@ async def test_database_held_by_another_writer_delays_but_loses_nothing(tmp_path
         await asyncio.gather(*(ask(app, adapter, chat, 3) for chat in ("x", "y", "z")))
         waited = time.monotonic() - started
         await writer
-        await app.gateway.lanes.join()
+        await app.gateway.join()
 
         assert waited >= BUSY_WRITER_SECONDS / 2  # the writes really did wait for the lock
         for chat in ("x", "y", "z"):

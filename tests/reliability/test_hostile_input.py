@@ -91,7 +91,7 @@ async def test_one_megabyte_message_is_stored_exactly_and_answered_once(tmp_path
     async with running_app(make_config(tmp_path), llm=EchoLLM()) as app:
         adapter = RecordingAdapter()
         await app.gateway.handle(group_message(text, addressed=True), adapter)
-        await app.gateway.lanes.join()
+        await app.gateway.join()
         rows = await app.services.store.load_history(CHAT, include_archived=True)
         original = min((r for r in rows if r.role == "user"), key=lambda r: r.id)
         assert original.text == f"[Alice] {text}"
@@ -104,7 +104,7 @@ async def test_empty_message_is_neither_stored_nor_answered(tmp_path: Path, text
     async with running_app(make_config(tmp_path), llm=EchoLLM()) as app:
         adapter = RecordingAdapter()
         await app.gateway.handle(group_message(text, addressed=True), adapter)
-        await app.gateway.lanes.join()
+        await app.gateway.join()
         assert await texts_stored(app) == []
         assert adapter.sent == []
 
@@ -119,7 +119,7 @@ async def test_strange_characters_round_trip_exactly_with_sane_token_counts(
         adapter = RecordingAdapter()
         await app.gateway.handle(group_message(text, addressed=False), adapter)
         await app.gateway.handle(group_message(f"@bot {text}", author="Bob"), adapter)
-        await app.gateway.lanes.join()
+        await app.gateway.join()
         rows = await app.services.store.load_history(CHAT)
         users = [r for r in rows if r.role == "user"]
         assert [r.text for r in users] == [f"[Alice] {text}", f"[Bob] @bot {text}"]
@@ -172,7 +172,7 @@ async def test_markup_injection_from_the_model_reaches_telegram_as_valid_html(
                 fake_telegram.push_update(fake_telegram.group_message(f"q{i}", mention_bot=True))
                 sent = await asyncio.wait_for(fake_telegram.sent.get(), 5)
                 assert sent.parse_mode == "HTML"  # accepted first time, no plain fallback
-            await app.gateway.lanes.join()
+            await app.gateway.join()
     assert len(fake_telegram.calls_to("sendMessage")) == len(MARKUP_ATTACKS)
 
 
@@ -190,7 +190,7 @@ async def test_sql_in_messages_and_config_values_is_stored_as_text_never_run(
         await app.gateway.handle(
             group_message(f"/config system_prompt {SQL_INJECTION}", addressed=True), adapter
         )
-        await app.gateway.lanes.join()
+        await app.gateway.join()
         store = app.services.store
         assert await texts_stored(app) == [f"[Alice] {SQL_INJECTION}"]
         language_reply, prompt_reply = adapter.texts()
@@ -224,7 +224,7 @@ async def test_prompt_injection_is_summarised_only_as_attributed_reference_text(
             author = "Mallory" if i == INJECTED_AT else people[i % 3]
             await app.gateway.handle(group_message(text, author=author, addressed=False), adapter)
         await app.gateway.handle(group_message("/compress"), adapter)
-        await app.gateway.lanes.join()
+        await app.gateway.join()
         assert adapter.texts()[-1].startswith("🗜️ Compressed")
 
         live = await store.load_active((await store.active_session(CHAT)).id)
@@ -248,12 +248,12 @@ async def test_member_using_admin_commands_is_refused_and_nothing_changes(tmp_pa
         store = app.services.store
         adapter = RecordingAdapter(admins={"alice"})
         await app.gateway.handle(group_message("hello all", author="Alice"), adapter)
-        await app.gateway.lanes.join()
+        await app.gateway.join()
         session_before = (await store.active_session(CHAT)).id
         sent_before = len(adapter.sent)
         for command in ADMIN_ATTEMPTS:
             await app.gateway.handle(group_message(command, author="Eve"), adapter)
-        await app.gateway.lanes.join()
+        await app.gateway.join()
 
         refusals = adapter.texts()[sent_before:]
         assert len(refusals) == len(ADMIN_ATTEMPTS)
@@ -278,7 +278,7 @@ async def test_chat_off_the_allow_list_is_told_once_and_nothing_is_stored(
             await app.gateway.handle(group_message(f"@bot q{i}", chat_id="other"), adapter)
         await app.gateway.handle(group_message("/help", chat_id="other"), adapter)
         await app.gateway.handle(group_message("@bot hello", chat_id="allowed"), adapter)
-        await app.gateway.lanes.join()
+        await app.gateway.join()
 
         other = adapter.texts("other")
         assert len(other) == 1 and "not enabled" in other[0]
@@ -330,7 +330,7 @@ async def test_forged_webhook_updates_without_the_secret_are_refused_and_not_sto
         for secret in (None, "", "wrong", "the-Real-secret_4", "THE-REAL-SECRET_42"):
             update = fake_telegram.group_message("/new", mention_bot=True)
             assert await post_webhook_update(url, update, secret=secret) == 403
-        await app.gateway.lanes.join()
+        await app.gateway.join()
         assert await texts_stored(app, "telegram:-1001") == []
         assert await app.services.store.list_chats() == []
         assert fake_telegram.sent_log == [] and llm.completions == []
@@ -443,7 +443,7 @@ def test_fuzzed_telegram_updates_never_crash_gating_or_the_gateway(
         async def feed(inbound: InboundMessage) -> None:
             before = await texts_stored(app, inbound.chat_key)
             await app.gateway.handle(inbound, RecordingAdapter(platform="telegram"))
-            await app.gateway.lanes.join()
+            await app.gateway.join()
             added = len(await texts_stored(app, inbound.chat_key)) - len(before)
             # A redelivered update id (hypothesis repeats them) must not be stored twice. An
             # empty message stores nothing, so its id is not used up (its redelivery is empty).
@@ -480,7 +480,7 @@ def test_fuzzed_message_texts_never_crash_the_gateway_nor_store_ignored_ones(
             message = group_message(text, author=f"U{n}", addressed=addressed, is_group=is_group)
             before = await texts_stored(app)
             await app.gateway.handle(message, RecordingAdapter())
-            await app.gateway.lanes.join()
+            await app.gateway.join()
             new = (await texts_stored(app))[len(before) :]
             if not text.strip() or parse_command(text) is not None:
                 assert new == []

@@ -28,7 +28,7 @@ class Clock:
 async def ask(app: App, adapter: RecordingAdapter, author: str, count: int, tag: str) -> None:
     for i in range(count):
         await app.gateway.handle(group_message(f"@bot {tag} {i}", author=author), adapter)
-    await app.gateway.lanes.join()
+    await app.gateway.join()
 
 
 async def stored_user_texts(app: App) -> list[str]:

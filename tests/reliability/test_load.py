@@ -70,7 +70,7 @@ async def test_forty_chats_concurrently_lose_duplicate_or_reorder_nothing(tmp_pa
                     await asyncio.sleep(rng.uniform(0, 0.01))
 
             await asyncio.gather(*(chat(c) for c in range(CHATS)))
-            await app.gateway.lanes.join()
+            await app.gateway.join()
             assert app.gateway.lanes.active_lanes == 0
 
             store = app.services.store

@@ -102,7 +102,7 @@ async def test_secrets_never_reach_logs_chat_output_or_summaries(
                 for command in ("/compress@compact_bot --show", "/status", "/config"):
                     tg.push_update(tg.group_message(command, user_id=ADMIN_ID))
                 outputs = [await next_sent(tg) for _ in range(4)]
-                await app.gateway.lanes.join()
+                await app.gateway.join()
                 summaries = [
                     r.text
                     for r in await app.services.store.load_active(
@@ -114,7 +114,8 @@ async def test_secrets_never_reach_logs_chat_output_or_summaries(
                 await platform.stop()
 
     assert "couldn't" in failure.text or "can't" in failure.text
-    assert outputs[0].text.startswith("🗜️ Compressed")
+    # /compress reports when its background compaction commits, maybe after /status answered.
+    assert any(o.text.startswith("🗜️ Compressed") for o in outputs)
     assert len(summaries) == 1 and REDACTED in summaries[0]
     assert USER_PASTED_KEY not in summaries[0]
     assert not any(USER_PASTED_KEY in str(body) for body in llm.completions if "tools" not in body)

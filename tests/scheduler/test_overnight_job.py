@@ -47,7 +47,7 @@ async def test_live_message_during_overnight_compaction_is_kept_after_it_and_ans
         await app.gateway.handle(group_message("still awake? @bot", chat_id="g1"), adapter)
         summarizer.release.set()
         reports = await asyncio.wait_for(night, 5)
-        await asyncio.wait_for(app.gateway.lanes.join(), 10)
+        await asyncio.wait_for(app.gateway.join(), 10)
 
         assert [report.outcome for _, report in reports] == ["compressed"]
         rows = await services.store.load_active(session_id)
@@ -76,7 +76,7 @@ async def test_five_thousand_message_session_compacted_overnight_needs_no_hygien
         clock.now = datetime(2026, 6, 1, 8, 0, tzinfo=UTC).timestamp()
         adapter = RecordingAdapter()
         await app.gateway.handle(group_message("good morning @bot", chat_id="g1"), adapter)
-        await asyncio.wait_for(app.gateway.lanes.join(), 10)
+        await asyncio.wait_for(app.gateway.join(), 10)
 
         assert [report.outcome for _, report in reports] == ["compressed"]
         triggers = [e.trigger for e in await store.list_compression_events(chat_key="test:g1")]

@@ -50,7 +50,7 @@ async def test_config_overnight_window_change_moves_next_run_without_restart(
 
             command = f"/config overnight_window {window}"
             await app.gateway.handle(group_message(command, author="Admin", chat_id="g1"), adapter)
-            await asyncio.wait_for(app.gateway.lanes.join(), 5)
+            await asyncio.wait_for(app.gateway.join(), 5)
 
             after = scheduler.next_run("test:g1")
             assert after == next_window_start(window, UTC_ZONE, now)
@@ -69,7 +69,7 @@ async def test_config_overnight_off_removes_the_chat_schedule(tmp_path: Path) ->
             assert scheduler.next_run("test:g1") is not None
             command = "/config overnight off"
             await app.gateway.handle(group_message(command, author="Admin", chat_id="g1"), adapter)
-            await asyncio.wait_for(app.gateway.lanes.join(), 5)
+            await asyncio.wait_for(app.gateway.join(), 5)
 
             assert scheduler.next_run("test:g1") is None
         finally:

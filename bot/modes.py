@@ -8,13 +8,14 @@ import logging
 import signal
 import sys
 from collections.abc import Iterable
-from typing import Protocol, TextIO
+from typing import TextIO
 
-from adapters.console import ConsoleAdapter, run_console
+from bot import plugins
 from bot.app import App, database_path
 from bot.config import Config
-from bot.events import ReplyTarget, target_for
+from bot.events import target_for
 from bot.offline_model import OfflineModel
+from bot.plugins import BackgroundJob, Platform
 
 log = logging.getLogger(__name__)
 
@@ -22,40 +23,13 @@ log = logging.getLogger(__name__)
 CONSOLE_OWNER = "you"
 
 
-class Platform(Protocol):
-    """A platform connection with a lifecycle (Telegram, Discord)."""
-
-    name: str
-
-    async def start(self) -> None: ...
-    async def stop(self) -> None: ...
-    async def send(self, target: ReplyTarget, text: str) -> None: ...
-    @property
-    def connected(self) -> bool: ...
-
-
-def _platforms(config: Config, app: App) -> list[Platform]:
-    platforms: list[Platform] = []
-    if config.telegram.token is not None:
-        from adapters.telegram import TelegramPlatform
-
-        platforms.append(TelegramPlatform(config, app.gateway))
-    if config.discord.token is not None:
-        from adapters.discord import DiscordPlatform
-
-        platforms.append(DiscordPlatform(config, app.gateway))
-    return platforms
-
-
 async def run(config: Config) -> int:
     """Serve every platform with a token until SIGINT/SIGTERM; the console room when none."""
     async with App(config) as app:
         await app.start_operator_endpoint()
-        platforms = _platforms(config, app)
+        platforms = plugins.configured_platforms(config, app.gateway)
         if not platforms:
             return await _console(app, room="main", admins=[CONSOLE_OWNER])
-        from scheduler.overnight import OvernightScheduler
-
         by_platform = {p.name: p for p in platforms}
 
         async def notify(chat_key: str, text: str) -> None:
@@ -63,11 +37,14 @@ async def run(config: Config) -> int:
             if platform is not None:
                 await platform.send(target_for(chat_key), text)
 
-        scheduler = OvernightScheduler(app.services, app.gateway, notify=notify)
+        jobs: list[BackgroundJob] = [
+            job.schedule(app.services, app.gateway, notify) for job in plugins.jobs()
+        ]
         stop = _stop_event()
         started: list[Platform] = []
         try:
-            await scheduler.start()
+            for job in jobs:
+                await job.start()
             for platform in platforms:
                 await platform.start()
                 started.append(platform)
@@ -79,7 +56,8 @@ async def run(config: Config) -> int:
             for platform in reversed(started):
                 with contextlib.suppress(Exception):
                     await platform.stop()
-            await scheduler.stop()
+            for job in jobs:
+                await job.stop()
     return 0
 
 
@@ -91,11 +69,9 @@ async def console(config: Config, *, room: str, admins: Iterable[str], offline: 
 async def _console(
     app: App, *, room: str, admins: Iterable[str], stream: TextIO | None = None
 ) -> int:
-    adapter = ConsoleAdapter(room, admins=admins)
-    _banner(app, room, adapter.admins)
-    reader = asyncio.create_task(
-        run_console(adapter, app.gateway.handle, app.gateway.lanes.join, stream)
-    )
+    admins = sorted(name.lower() for name in admins)
+    _banner(app, room, admins)
+    reader = asyncio.create_task(plugins.console_runner()(app.gateway, room, admins, stream))
     stop = _stop_event()
     stopper = asyncio.create_task(stop.wait())
     done, _ = await asyncio.wait({reader, stopper}, return_when=asyncio.FIRST_COMPLETED)
@@ -106,7 +82,7 @@ async def _console(
                 await task
     if reader in done:
         reader.result()
-    await app.gateway.lanes.join()
+    await app.gateway.join()
     return 0
 
 

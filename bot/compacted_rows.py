@@ -1,0 +1,48 @@
+"""Stored rows for a compacted transcript, keeping authorship of messages carried over verbatim."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from bot.store.base import MessageKind, NewMessage, StoredMessage
+from compression.template import is_summary_text, unwrap_merged
+from compression.tokens import TokenCounter
+from compression.transcript import content_text
+
+
+def _fingerprint(message: dict[str, Any]) -> str:
+    return json.dumps(message, sort_keys=True, ensure_ascii=False, default=str)
+
+
+def to_rows(
+    messages: Sequence[dict[str, Any]], originals: Sequence[StoredMessage], counter: TokenCounter
+) -> list[NewMessage]:
+    """Stored rows for the compacted list, keeping authorship of messages carried over verbatim."""
+    by_print = {_fingerprint(m.to_openai()): m for m in originals}
+    rows = []
+    for message in messages:
+        original = by_print.get(_fingerprint(message))
+        if original is None:
+            # A summary merged into a carried message keeps that message's author.
+            prior = unwrap_merged(content_text(message.get("content")))
+            if prior is not None:
+                original = by_print.get(_fingerprint({**message, "content": prior}))
+        kind: MessageKind = (
+            "summary" if is_summary_text(content_text(message.get("content"))) else "message"
+        )
+        extra: dict[str, Any] = {}
+        if original is not None:
+            extra = {
+                "author_id": original.author_id,
+                "author_name": original.author_name,
+                "platform_message_id": original.platform_message_id,
+                "created_at": original.created_at,
+            }
+            if original.kind != "message" and kind == "message":
+                kind = original.kind
+        rows.append(
+            NewMessage.from_openai(message, counter.count_message(message), kind=kind, **extra)
+        )
+    return rows

@@ -1,0 +1,363 @@
+"""The SQLite store's multi-step writes, each ONE transaction: ingest, compaction commit, deltas.
+
+A crash (or an exception) anywhere inside one of these rolls the whole step back, so the store
+only ever holds the state before it or the state after it (SPEC 4).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+import aiosqlite
+
+from bot.store import rows
+from bot.store.base import (
+    CompactionCommit,
+    CompressionEvent,
+    IngestItem,
+    IngestResult,
+    NewMessage,
+    SessionNotFound,
+    SessionRecord,
+    StateDelta,
+)
+from bot.store.database import Database, one
+from compression.state import CompressorState
+
+log = logging.getLogger(__name__)
+
+# Telegram redelivers an unacknowledged update for at most 24 hours; a week is ample margin.
+PROCESSED_UPDATES_KEEP_SECONDS = 7 * 24 * 3600
+PRUNE_INTERVAL_SECONDS = 3600
+
+OPEN_SESSION_SQL = (
+    "SELECT * FROM sessions WHERE chat_key = ? AND scope_user IS ? AND ended_at IS NULL"
+)
+COUNT_ACTIVE_SQL = (
+    "SELECT coalesce(sum(tokens), 0), count(*) FROM messages WHERE session_id = ? AND active = 1"
+)
+INSERT_EVENT_SQL = (
+    "INSERT INTO compression_events(chat_key, session_id, trigger, started_at,"
+    " ended_at, outcome, messages_before, messages_after, tokens_before,"
+    " tokens_after, summary_tokens, error) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+)
+UPSERT_CHAT_SQL = (
+    "INSERT INTO chats(key, platform, title, parent_key, is_group, created_at)"
+    " VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT(key) DO UPDATE SET"
+    " title = coalesce(excluded.title, title),"
+    " parent_key = coalesce(excluded.parent_key, parent_key),"
+    " is_group = excluded.is_group"
+)
+
+
+class CompactionWrites:
+    """Mixin of `SqliteStore`: the writes that must be atomic across several tables."""
+
+    _db: Database
+    _clock: Callable[[], float]
+    _last_prune: float = 0.0
+
+    async def ingest(self, items: Sequence[IngestItem]) -> list[IngestResult]:
+        if not items:
+            return []
+        now = self._clock()
+        results: list[IngestResult] = []
+        async with self._db.transaction() as conn:
+            # Per session of the batch: its row, its next seq, what the batch added.
+            open_sessions: dict[tuple[str, str | None], _Appending] = {}
+            for item in items:
+                if item.update_id is not None and not await mark_processed(
+                    conn, item.platform, item.update_id, now
+                ):
+                    results.append(IngestResult(duplicate=True))
+                    continue
+                if item.upsert_chat:
+                    await conn.execute(
+                        UPSERT_CHAT_SQL,
+                        (
+                            item.chat_key,
+                            item.platform,
+                            item.title,
+                            item.parent_key,
+                            int(item.is_group),
+                            now,
+                        ),
+                    )
+                appending = await self._appending(conn, item, now, open_sessions)
+                results.append(await appending.add(conn, item.message, now))
+            for appending in open_sessions.values():
+                await appending.flush(conn, now)
+            self._last_prune = await prune_processed(conn, now, self._last_prune)
+        return results
+
+    async def _appending(
+        self,
+        conn: aiosqlite.Connection,
+        item: IngestItem,
+        now: float,
+        open_sessions: dict[tuple[str, str | None], _Appending],
+    ) -> _Appending:
+        scope = (item.chat_key, item.scope_user)
+        appending = open_sessions.get(scope)
+        if appending is None:
+            row = await one(conn, OPEN_SESSION_SQL, scope)
+            if row is None:
+                row = await start_session(conn, item.chat_key, item.scope_user, now)
+            session = rows.session_from_row(row)
+            appending = _Appending(session, await max_seq(conn, session.id))
+            open_sessions[scope] = appending
+        return appending
+
+    async def apply_state_delta(
+        self, session_id: int, expected_version: int, delta: StateDelta
+    ) -> CompressorState | None:
+        async with self._db.transaction() as conn:
+            row = await one(conn, "SELECT * FROM sessions WHERE id = ?", (session_id,))
+            if row is None:
+                raise SessionNotFound(session_id)
+            if row["version"] != expected_version:
+                return None
+            state = delta(rows.session_from_row(row).compressor)
+            await _write_state(conn, session_id, state)
+        return state
+
+    async def archive_and_compact(
+        self,
+        session: SessionRecord,
+        compacted: Sequence[NewMessage],
+        watermark: int | None,
+        *,
+        state: StateDelta | None = None,
+        system_prompt: str | None = None,
+        event: CompressionEvent | None = None,
+        holder: str | None = None,
+    ) -> CompactionCommit | None:
+        sid = session.id
+        now = self._clock()
+        async with self._db.transaction() as conn:
+            if not await self._may_commit(conn, session, holder, now):
+                return None
+            archived, inserted_ids = 0, tuple[int, ...]()
+            if watermark is not None:
+                moved = await _replace_up_to(conn, sid, watermark, compacted, now)
+                if moved is None:
+                    log.info(
+                        "compaction watermark is gone (chat=%s session=%d)", session.chat_key, sid
+                    )
+                    return None
+                archived, inserted_ids = moved
+            tokens, count = await count_active(conn, sid)
+            version = session.version + 1
+            await conn.execute(
+                "UPDATE sessions SET active_tokens = ?, active_messages = ?, version = ?"
+                " WHERE id = ?",
+                (tokens, count, version, sid),
+            )
+            if state is not None:
+                current = await one(conn, "SELECT * FROM sessions WHERE id = ?", (sid,))
+                await _write_state(conn, sid, state(rows.session_from_row(current).compressor))
+            if system_prompt is not None:
+                await conn.execute(
+                    "UPDATE sessions SET system_prompt = ? WHERE id = ?", (system_prompt, sid)
+                )
+            if event is not None:
+                await conn.execute(INSERT_EVENT_SQL, event_params(event))
+            if holder is not None:
+                await conn.execute(
+                    "DELETE FROM compression_locks WHERE session_id = ? AND holder = ?",
+                    (sid, holder),
+                )
+        return CompactionCommit(
+            archived=archived,
+            inserted=len(inserted_ids),
+            active_tokens=tokens,
+            active_messages=count,
+            version=version,
+            inserted_ids=inserted_ids,
+        )
+
+    async def _may_commit(
+        self, conn: aiosqlite.Connection, session: SessionRecord, holder: str | None, now: float
+    ) -> bool:
+        row = await one(conn, "SELECT version FROM sessions WHERE id = ?", (session.id,))
+        if row is None:
+            raise SessionNotFound(session.id)
+        if row["version"] != session.version:
+            log.info(
+                "compaction fenced out (chat=%s session=%d expected_version=%d version=%d)",
+                session.chat_key,
+                session.id,
+                session.version,
+                row["version"],
+            )
+            return False
+        if holder is None:
+            return True
+        lock = await one(
+            conn,
+            "SELECT 1 FROM compression_locks"
+            " WHERE session_id = ? AND holder = ? AND expires_at > ?",
+            (session.id, holder, now),
+        )
+        if lock is None:
+            log.info("compaction lease lost (chat=%s session=%d)", session.chat_key, session.id)
+        return lock is not None
+
+
+@dataclass(slots=True)
+class _Appending:
+    """One session's share of an ingest batch: rows go in at once, totals once at the end."""
+
+    session: SessionRecord
+    seq: int
+    tokens: int = 0
+    messages: int = 0
+
+    async def add(
+        self, conn: aiosqlite.Connection, message: NewMessage | None, now: float
+    ) -> IngestResult:
+        message_id = None
+        if message is not None:
+            self.seq += 1
+            cur = await conn.execute(
+                rows.INSERT_MESSAGE_SQL,
+                rows.message_params(message, self.session.id, self.seq, now),
+            )
+            message_id = int(cur.lastrowid or 0)
+            self.tokens += message.tokens
+            self.messages += 1
+        session = replace(
+            self.session,
+            active_tokens=self.session.active_tokens + self.tokens,
+            active_messages=self.session.active_messages + self.messages,
+            last_activity_at=now if self.messages else self.session.last_activity_at,
+        )
+        return IngestResult(False, session, message_id)
+
+    async def flush(self, conn: aiosqlite.Connection, now: float) -> None:
+        if self.messages:
+            await conn.execute(
+                "UPDATE sessions SET active_tokens = active_tokens + ?,"
+                " active_messages = active_messages + ?, last_activity_at = ? WHERE id = ?",
+                (self.tokens, self.messages, now, self.session.id),
+            )
+
+
+async def _replace_up_to(
+    conn: aiosqlite.Connection,
+    sid: int,
+    watermark: int,
+    compacted: Sequence[NewMessage],
+    now: float,
+) -> tuple[int, tuple[int, ...]] | None:
+    """Archive active rows up to `watermark`'s position; the compacted set goes in their place."""
+    # The fence is a position in the transcript, not an id: after a compaction the compacted
+    # rows have higher ids than the survivors that follow them.
+    mark = await one(
+        conn,
+        "SELECT seq FROM messages WHERE id = ? AND session_id = ? AND active = 1",
+        (watermark, sid),
+    )
+    if mark is None:
+        return None
+    cur = await conn.execute(
+        "UPDATE messages SET active = 0, compacted = 1"
+        " WHERE session_id = ? AND active = 1 AND seq <= ?",
+        (sid, mark["seq"]),
+    )
+    archived = cur.rowcount
+    # Rows newer than the watermark arrived while the summary was written: renumber them after
+    # the compacted set so the transcript reads summary, tail, then the newcomers.
+    survivors = await conn.execute_fetchall(
+        "SELECT id FROM messages WHERE session_id = ? AND active = 1 ORDER BY seq", (sid,)
+    )
+    base = await max_seq(conn, sid)
+    await conn.executemany(
+        rows.INSERT_MESSAGE_SQL,
+        [rows.message_params(m, sid, base + i + 1, now) for i, m in enumerate(compacted)],
+    )
+    after = base + len(compacted)
+    inserted = await conn.execute_fetchall(
+        "SELECT id FROM messages WHERE session_id = ? AND seq > ? AND seq <= ? ORDER BY seq",
+        (sid, base, after),
+    )
+    await conn.executemany(
+        "UPDATE messages SET seq = ? WHERE id = ?",
+        [(after + i + 1, r[0]) for i, r in enumerate(survivors)],
+    )
+    return archived, tuple(r[0] for r in inserted)
+
+
+async def mark_processed(
+    conn: aiosqlite.Connection, platform: str, update_id: str, now: float
+) -> bool:
+    cur = await conn.execute(
+        "INSERT OR IGNORE INTO processed_updates(platform, update_id, seen_at) VALUES (?, ?, ?)",
+        (platform, str(update_id), now),
+    )
+    return cur.rowcount == 1
+
+
+async def prune_processed(conn: aiosqlite.Connection, now: float, last_prune: float) -> float:
+    """Drop dedup keys too old to be redelivered, at most hourly; the new last-prune time."""
+    if now - last_prune < PRUNE_INTERVAL_SECONDS:
+        return last_prune
+    await conn.execute(
+        "DELETE FROM processed_updates WHERE seen_at < ?", (now - PROCESSED_UPDATES_KEEP_SECONDS,)
+    )
+    return now
+
+
+async def start_session(
+    conn: aiosqlite.Connection, chat_key: str, scope_user: str | None, now: float
+) -> Any:
+    platform = chat_key.split(":", 1)[0]
+    await conn.execute(
+        "INSERT OR IGNORE INTO chats(key, platform, created_at) VALUES (?, ?, ?)",
+        (chat_key, platform, now),
+    )
+    cur = await conn.execute(
+        "INSERT INTO sessions(chat_key, scope_user, started_at, last_activity_at)"
+        " VALUES (?, ?, ?, ?)",
+        (chat_key, scope_user, now, now),
+    )
+    return await one(conn, "SELECT * FROM sessions WHERE id = ?", (cur.lastrowid,))
+
+
+async def max_seq(conn: aiosqlite.Connection, session_id: int) -> int:
+    row = await one(
+        conn, "SELECT coalesce(max(seq), 0) FROM messages WHERE session_id = ?", (session_id,)
+    )
+    return int(row[0])
+
+
+async def count_active(conn: aiosqlite.Connection, session_id: int) -> tuple[int, int]:
+    row = await one(conn, COUNT_ACTIVE_SQL, (session_id,))
+    return int(row[0]), int(row[1])
+
+
+async def _write_state(conn: aiosqlite.Connection, session_id: int, state: CompressorState) -> None:
+    assignments = ", ".join(f"{column} = ?" for column in rows.STATE_COLUMNS)
+    await conn.execute(
+        f"UPDATE sessions SET {assignments} WHERE id = ?", (*rows.state_params(state), session_id)
+    )
+
+
+def event_params(event: CompressionEvent) -> tuple[Any, ...]:
+    return (
+        event.chat_key,
+        event.session_id,
+        event.trigger,
+        event.started_at,
+        event.ended_at,
+        event.outcome,
+        event.messages_before,
+        event.messages_after,
+        event.tokens_before,
+        event.tokens_after,
+        event.summary_tokens,
+        event.error,
+    )

@@ -1,0 +1,107 @@
+"""Each step of the ordered ingress on its own (aiogram-style: one small step, one test)."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+
+from bot import chat_settings
+from bot.config import Config
+from bot.ingress import ChatOrder, allowed, deliver, rate_limited, scope_user, stored_row
+from bot.limits import RateLimiter
+from compression.tokens import counter_for
+from tests.harness import RecordingAdapter, group_message
+
+CONFIG = Config()
+COUNTER = counter_for(None)
+
+
+def settings(**raw: str) -> chat_settings.ChatSettings:
+    return chat_settings.resolve(raw, None, CONFIG)
+
+
+def test_allow_list_admits_a_listed_chat_its_threads_and_the_console() -> None:
+    assert allowed("telegram:-100", ["telegram:-100"])
+    assert allowed("telegram:-100:7", ["telegram:-100"])
+    assert not allowed("telegram:-1000", ["telegram:-100"])
+    assert allowed("console:main", [])
+    assert allowed("discord:5", ["*"])
+
+
+def test_per_user_scope_gives_each_member_a_session_of_their_own() -> None:
+    message = group_message("hi")
+    assert scope_user(message, settings(memory_scope="per_user")) == message.author_id
+    assert scope_user(message, settings()) is None
+    assert (
+        scope_user(dataclasses.replace(message, is_group=False), settings(memory_scope="per_user"))
+        is None
+    )
+
+
+def test_shared_group_rows_are_attributed_and_blank_text_is_not_stored() -> None:
+    row = stored_row(group_message("the id is 42"), settings(), COUNTER)
+    assert row is not None and row.content == "[Alice] the id is 42" and row.tokens > 0
+    assert stored_row(group_message("   "), settings(), COUNTER) is None
+
+
+def test_deliver_applies_activation_to_unaddressed_messages() -> None:
+    message = group_message("jarvis, is it red?", addressed=False)
+    assert not deliver(message, RecordingAdapter(), settings(), COUNTER, known_chat=True).addressed
+    keyword = settings(activation="keyword", keyword="jarvis")
+    delivery = deliver(message, RecordingAdapter(), keyword, COUNTER, known_chat=False)
+    assert delivery.addressed and delivery.item.upsert_chat
+
+
+def test_deliver_drops_another_bots_command_but_keeps_its_dedup_mark() -> None:
+    delivery = deliver(
+        group_message("/weather berlin", update_id="9"),
+        RecordingAdapter(),
+        settings(),
+        COUNTER,
+        known_chat=True,
+    )
+    assert delivery.command is None and delivery.item.message is None
+    assert delivery.item.update_id == "9" and not delivery.addressed
+
+
+def test_deliver_routes_our_commands_without_storing_them() -> None:
+    delivery = deliver(
+        group_message("/status"), RecordingAdapter(), settings(), COUNTER, known_chat=True
+    )
+    assert delivery.command is not None and delivery.command.name == "status"
+    assert delivery.item.message is None
+
+
+def test_rate_limit_applies_to_group_members_only() -> None:
+    limiter = RateLimiter(clock=lambda: 0.0)
+    strict = settings(user_rate_limit_per_minute="1")
+    message = group_message("hi")
+    assert not rate_limited(limiter, message, strict)
+    assert rate_limited(limiter, message, strict)
+    assert not rate_limited(limiter, dataclasses.replace(message, is_group=False), strict)
+
+
+async def test_chat_order_serialises_one_chat_and_frees_idle_chats() -> None:
+    order = ChatOrder()
+    log: list[str] = []
+    release = asyncio.Event()
+
+    async def first() -> None:
+        async with order.holding(["a", "b"]):
+            log.append("first in")
+            await release.wait()
+            log.append("first out")
+
+    async def second() -> None:
+        async with order.holding(["b"]):
+            log.append("second in")
+
+    tasks = [asyncio.create_task(first())]
+    await asyncio.sleep(0)
+    tasks.append(asyncio.create_task(second()))
+    await asyncio.sleep(0)
+    assert log == ["first in"]
+    release.set()
+    await asyncio.gather(*tasks)
+    assert log == ["first in", "first out", "second in"]
+    assert order.chats_in_use == 0

@@ -1,0 +1,52 @@
+"""`ingest`: a batch of updates, each deduped, stored in one transaction, results per item."""
+
+from __future__ import annotations
+
+import pytest
+
+from bot.store import SqliteStore
+from bot.store.base import IngestItem, NewMessage
+from tests.store.factories import user
+
+
+def item(update_id: str | None, text: str | None, *, chat: str = "test:g1") -> IngestItem:
+    message = user(text) if text is not None else None
+    return IngestItem("test", update_id, chat, None, message, title="G1")
+
+
+async def test_batch_stores_in_order_with_a_result_per_item(store: SqliteStore) -> None:
+    results = await store.ingest(
+        [item("1", "a"), item("2", "b"), item("1", "a again"), item("3", None), item(None, "c")]
+    )
+    assert [r.duplicate for r in results] == [False, False, True, False, False]
+    assert results[3].message_id is None  # a command: marked processed, nothing stored
+    session = await store.active_session("test:g1")
+    rows = await store.load_active(session.id)
+    assert [r.content for r in rows] == ["[alice] a", "[alice] b", "[alice] c"]
+    assert [r.id for r in rows] == [results[i].message_id for i in (0, 1, 4)]
+    assert results[-1].session is not None
+    assert results[-1].session.active_messages == 3
+    assert (session.active_tokens, session.active_messages) == await store.recount(session.id)
+    assert (await store.ingest([item("2", "b")]))[0].duplicate
+
+
+async def test_batch_spanning_chats_keeps_each_chats_totals(store: SqliteStore) -> None:
+    await store.ingest([item("1", "a"), item("2", "x", chat="test:g2"), item("3", "b")])
+    for key, count in (("test:g1", 2), ("test:g2", 1)):
+        session = await store.active_session(key)
+        assert session.active_messages == count
+        assert (session.active_tokens, count) == await store.recount(session.id)
+    assert (await store.get_chat("test:g1")) is not None
+
+
+async def test_failed_batch_marks_nothing_processed_and_stores_nothing(
+    store: SqliteStore,
+) -> None:
+    bad = IngestItem("test", "2", "test:g1", None, NewMessage("user", object(), 1))
+    with pytest.raises(TypeError):
+        await store.ingest([item("1", "a"), bad])
+    # Both updates can be delivered again and are stored then: nothing was half-written.
+    results = await store.ingest([item("1", "a"), item("2", "b")])
+    assert [r.duplicate for r in results] == [False, False]
+    session = await store.active_session("test:g1")
+    assert [r.content for r in await store.load_active(session.id)] == ["[alice] a", "[alice] b"]
