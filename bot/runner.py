@@ -8,8 +8,9 @@ from dataclasses import dataclass, field
 
 from bot.compaction import SessionCompactor
 from bot.llm import ContextOverflowError, LLMClient, LLMError, LLMResponse
-from bot.store.base import NewMessage, Store, StoredMessage
+from bot.store.base import NewMessage, Store
 from bot.tools import TOOL_SCHEMAS, ToolContext, run_tool
+from bot.working_set import ActiveTranscript, WorkingSet
 from compression import CompressorConfig, ContextCompressor
 from compression.tokens import TokenCounter
 
@@ -73,7 +74,9 @@ class AgentRunner:
         compactor: SessionCompactor,
         counter: TokenCounter,
         system_prompt_for: SystemPromptSource,
+        working_set: WorkingSet | None = None,
     ) -> None:
+        self._working_set = working_set or WorkingSet(store)  # speed (#17): SPEC 8
         self._store = store
         self._llm = llm
         self._compactor = compactor
@@ -191,12 +194,20 @@ class AgentRunner:
     async def _load(self, turn: _Turn) -> None:
         """The request: the transcript up to the anchor, plus this turn's own tool round-trips."""
         session = await self._store.get_session(turn.request.session_id)
-        active = await self._store.load_active(session.id)
-        rows = _rows_for_turn(active, turn.anchor_id, turn.own_ids)
+        # speed (#17): the transcript comes from memory, extended by what was appended since.
+        active = await self._working_set.active(session)
+        cut, own = _turn_rows(active, turn.anchor_id, turn.own_ids)
         system = session.system_prompt or ""
-        turn.messages = [{"role": "system", "content": system}, *(r.to_openai() for r in rows)]
+        turn.messages = [
+            {"role": "system", "content": system},
+            *active.wire(0, cut),
+            *(active.wire(i, i + 1)[0] for i in own),
+        ]
         turn.tokens = (
-            self._counter.count_text(system) + sum(r.tokens for r in rows) + self._tool_tokens
+            self._counter.count_text(system)
+            + active.tokens(0, cut)
+            + sum(active.row(i).tokens for i in own)
+            + self._tool_tokens
         )
 
     async def _store_tool_round(self, turn: _Turn, response: LLMResponse) -> None:
@@ -236,17 +247,18 @@ class _TurnFailed(Exception):
         self.message = message
 
 
-def _rows_for_turn(
-    active: list[StoredMessage], anchor_id: int, own_ids: list[int]
-) -> list[StoredMessage]:
-    ids = [m.id for m in active]
-    if anchor_id not in ids:
+def _turn_rows(
+    active: ActiveTranscript, anchor_id: int, own_ids: list[int]
+) -> tuple[int, list[int]]:
+    """Rows [0, cut) and the turn's own rows after them, by index; O(own rows), not O(history)."""
+    anchor = active.index_of(anchor_id)
+    if anchor is None:
         # The anchor was compacted by another path (e.g. /compress); the whole transcript is
         # the best remaining view and still ends with the newest messages.
-        return active
-    cut = ids.index(anchor_id) + 1
-    own = set(own_ids)
-    return active[:cut] + [m for m in active[cut:] if m.id in own]
+        return active.length, []
+    cut = anchor + 1
+    own = (active.index_of(message_id) for message_id in own_ids)
+    return cut, sorted(index for index in own if index is not None and index >= cut)
 
 
 def _llm_failure_text(exc: LLMError) -> str:

@@ -247,6 +247,17 @@ class SqliteStore(Bookkeeping):
         )
         return [rows.message_from_row(r) for r in found]
 
+    async def load_appended(
+        self, session_id: int, after_id: int, version: int
+    ) -> list[StoredMessage] | None:
+        # One statement, so the rows and the version come from the same snapshot.
+        found = await self._db.fetchall(_APPENDED_SQL, (after_id, session_id))
+        if not found:
+            raise SessionNotFound(session_id)
+        if found[0]["current_version"] != version:
+            return None
+        return [rows.message_from_row(r) for r in found if r["id"] is not None]
+
     async def load_history(
         self, chat_key: str, *, include_archived: bool = True
     ) -> list[StoredMessage]:
@@ -361,6 +372,13 @@ class SqliteStore(Bookkeeping):
 
 _OPEN_SESSION_SQL = (
     "SELECT * FROM sessions WHERE chat_key = ? AND scope_user IS ? AND ended_at IS NULL"
+)
+# The session row always comes back (with NULL message columns when nothing is new); the
+# (session_id, active, id) index makes this a range scan over the new rows only.
+_APPENDED_SQL = (
+    "SELECT s.version AS current_version, m.* FROM sessions s"
+    " LEFT JOIN messages m ON m.session_id = s.id AND m.active = 1 AND m.id > ?"
+    " WHERE s.id = ? ORDER BY m.seq"
 )
 _COUNT_ACTIVE_SQL = (
     "SELECT coalesce(sum(tokens), 0), count(*) FROM messages WHERE session_id = ? AND active = 1"
