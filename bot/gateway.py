@@ -16,6 +16,7 @@ from bot.limits import RATE_WINDOW_SECONDS, NoticeGate, RateLimiter, budget_exce
 from bot.runner import TurnRequest
 from bot.services import Services
 from bot.store.base import NewMessage, SessionRecord
+from bot.store.write_batcher import BatchedAppends
 from compression.hygiene import hygiene_reason
 
 log = logging.getLogger(__name__)
@@ -56,6 +57,7 @@ class Gateway:
         self._failure_noticed: dict[str, float] = {}
         self._known_chats: set[tuple[str, str | None, str | None, bool]] = set()
         self._background: set[asyncio.Task[CompactionReport]] = set()
+        self._appends = BatchedAppends(services.store)  # speed (#17): group commit of appends
         # Called with a chat key after /config changes it (the overnight scheduler listens).
         self.settings_listeners: list[Callable[[str], Awaitable[None]]] = []
 
@@ -113,6 +115,7 @@ class Gateway:
 
     async def close(self) -> None:
         await self.lanes.close()
+        await self._appends.close()
         for task in list(self._background):
             task.cancel()
         await asyncio.gather(*self._background, return_exceptions=True)
@@ -156,7 +159,7 @@ class Gateway:
             author_name=message.author_name,
             platform_message_id=message.platform_message_id,
         )
-        (message_id,) = await self.services.store.append_messages(session.id, [row])
+        (message_id,) = await self._appends.append_messages(session.id, [row])
         return message_id
 
     async def _limit_refusal(
@@ -277,7 +280,7 @@ class Gateway:
     async def _store_reply(self, session_id: int, text: str) -> None:
         message = {"role": "assistant", "content": text}
         row = NewMessage.from_openai(message, self.services.counter.count_message(message))
-        await self.services.store.append_messages(session_id, [row])
+        await self._appends.append_messages(session_id, [row])
 
     async def _notice_failure(
         self, adapter: Adapter, target: ReplyTarget, chat_key: str, text: str

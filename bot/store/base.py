@@ -211,6 +211,12 @@ class Store(Protocol):
         """Insert in order and update the session's running totals in the same transaction."""
         ...
 
+    async def append_batch(
+        self, items: Sequence[tuple[int, Sequence[NewMessage]]]
+    ) -> list[list[int]]:
+        """`append_messages` for several sessions in one transaction (all or nothing)."""
+        ...
+
     async def load_active(self, session_id: int) -> list[StoredMessage]: ...
     async def load_appended(
         self, session_id: int, after_id: int, version: int

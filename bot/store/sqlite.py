@@ -216,30 +216,15 @@ class SqliteStore(Bookkeeping):
     # messages
 
     async def append_messages(self, session_id: int, messages: Sequence[NewMessage]) -> list[int]:
-        if not messages:
-            return []
+        return (await self.append_batch([(session_id, messages)]))[0]
+
+    async def append_batch(
+        self, items: Sequence[tuple[int, Sequence[NewMessage]]]
+    ) -> list[list[int]]:
+        """`append_messages` for several sessions in one transaction (all or nothing)."""
         now = self._clock()
         async with self._db.transaction() as conn:
-            cur = await conn.execute(
-                "UPDATE sessions SET active_tokens = active_tokens + ?,"
-                " active_messages = active_messages + ?, last_activity_at = ? WHERE id = ?",
-                (sum(m.tokens for m in messages), len(messages), now, session_id),
-            )
-            if cur.rowcount != 1:
-                raise SessionNotFound(session_id)
-            base = await _max_seq(conn, session_id)
-            await conn.executemany(
-                rows.INSERT_MESSAGE_SQL,
-                [
-                    rows.message_params(m, session_id, base + i + 1, now)
-                    for i, m in enumerate(messages)
-                ],
-            )
-            found = await conn.execute_fetchall(
-                "SELECT id FROM messages WHERE session_id = ? AND seq > ? ORDER BY seq",
-                (session_id, base),
-            )
-        return [r[0] for r in found]
+            return [await _append(conn, sid, messages, now) for sid, messages in items]
 
     async def load_active(self, session_id: int) -> list[StoredMessage]:
         found = await self._db.fetchall(
@@ -396,6 +381,30 @@ _LIKE_SEARCH_SQL = (
     " WHERE s.chat_key = ? AND (m.content LIKE ? ESCAPE '\\' OR m.tool_calls LIKE ? ESCAPE '\\')"
     " ORDER BY m.id DESC LIMIT ?"
 )
+
+
+async def _append(
+    conn: aiosqlite.Connection, session_id: int, messages: Sequence[NewMessage], now: float
+) -> list[int]:
+    if not messages:
+        return []
+    cur = await conn.execute(
+        "UPDATE sessions SET active_tokens = active_tokens + ?,"
+        " active_messages = active_messages + ?, last_activity_at = ? WHERE id = ?",
+        (sum(m.tokens for m in messages), len(messages), now, session_id),
+    )
+    if cur.rowcount != 1:
+        raise SessionNotFound(session_id)
+    base = await _max_seq(conn, session_id)
+    await conn.executemany(
+        rows.INSERT_MESSAGE_SQL,
+        [rows.message_params(m, session_id, base + i + 1, now) for i, m in enumerate(messages)],
+    )
+    found = await conn.execute_fetchall(
+        "SELECT id FROM messages WHERE session_id = ? AND seq > ? ORDER BY seq",
+        (session_id, base),
+    )
+    return [r[0] for r in found]
 
 
 async def _max_seq(conn: aiosqlite.Connection, session_id: int) -> int:
