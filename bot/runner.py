@@ -198,11 +198,7 @@ class AgentRunner:
         active = await self._working_set.active(session)
         cut, own = _turn_rows(active, turn.anchor_id, turn.own_ids)
         system = session.system_prompt or ""
-        turn.messages = [
-            {"role": "system", "content": system},
-            *active.wire(0, cut),
-            *(active.wire(i, i + 1)[0] for i in own),
-        ]
+        turn.messages = active.request(system, cut, own)
         turn.tokens = (
             self._counter.count_text(system)
             + active.tokens(0, cut)

@@ -35,16 +35,28 @@ class _Entry:
     prefix_tokens: list[int] = field(default_factory=lambda: [0])
     positions: dict[int, int] = field(default_factory=dict)
     max_id: int = 0
+    # [system prompt, *wire], kept up to date with the rows: a turn that answers the newest
+    # message sends this very list, so its cost does not grow with the history (a copy of a
+    # 50,000-entry list costs ~1 ms in reference counting alone).
+    request: list[dict[str, Any]] | None = None
 
     def extend(self, rows: Sequence[StoredMessage]) -> None:
         total = self.prefix_tokens[-1]
         for row in rows:
             self.positions[row.id] = len(self.rows)
             self.rows.append(row)
-            self.wire.append(row.to_openai())
+            wire = row.to_openai()
+            self.wire.append(wire)
+            if self.request is not None:
+                self.request.append(wire)
             total += row.tokens
             self.prefix_tokens.append(total)
             self.max_id = max(self.max_id, row.id)
+
+    def shared_request(self, system_prompt: str) -> list[dict[str, Any]]:
+        if self.request is None or self.request[0]["content"] != system_prompt:
+            self.request = [{"role": "system", "content": system_prompt}, *self.wire]
+        return self.request
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,10 +77,22 @@ class ActiveTranscript:
             raise IndexError(index)
         return self._entry.rows[index]
 
-    def wire(self, start: int = 0, end: int | None = None) -> list[dict[str, Any]]:
-        """The wire-format dicts of rows[start:end], built once per row; never mutate them."""
-        stop = self.length if end is None else min(end, self.length)
-        return self._entry.wire[start:stop]
+    def request(
+        self, system_prompt: str, end: int, extra: Sequence[int] = ()
+    ) -> list[dict[str, Any]]:
+        """The model's messages: the system prompt, rows[:end], then the rows at `extra`.
+
+        When that is the whole transcript the list is shared with the working set (and later
+        turns): callers must not mutate it or its dicts.
+        """
+        entry = self._entry
+        if end >= self.length == len(entry.rows) and not extra:
+            return entry.shared_request(system_prompt)
+        return [
+            {"role": "system", "content": system_prompt},
+            *entry.wire[: min(end, self.length)],
+            *(entry.wire[i] for i in extra),
+        ]
 
     def index_of(self, message_id: int) -> int | None:
         index = self._entry.positions.get(message_id)

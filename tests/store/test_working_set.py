@@ -77,7 +77,18 @@ async def test_a_view_does_not_change_when_rows_are_appended(store: SqliteStore)
     newer = await ws.active(await store.get_session(session.id))
     assert [m.content for m in view.rows] == ["[alice] one"]
     assert newer.length == 2 and newer.tokens() == 10 and view.tokens() == 5
-    assert newer.wire(1) == [{"role": "user", "content": "[alice] two"}]
+    system = {"role": "system", "content": "sys"}
+    one, two = ({"role": "user", "content": f"[alice] {n}"} for n in ("one", "two"))
+    assert newer.request("sys", 2) == [system, one, two]
+    assert view.request("sys", 1) == [system, one]  # the older view ends where it ended
+
+
+async def test_a_turn_request_keeps_its_prefix_and_own_rows(store: SqliteStore) -> None:
+    session = await store.active_session("console:room")
+    ids = await store.append_messages(session.id, [user("q"), user("other"), assistant("mine")])
+    view = await WorkingSet(store).active(await store.get_session(session.id))
+    request = view.request("sys", view.index_of(ids[0]) + 1, [view.index_of(ids[2])])
+    assert [m["content"] for m in request] == ["sys", "[alice] q", "mine"]
 
 
 async def test_least_recently_used_sessions_are_dropped(store: SqliteStore) -> None:
