@@ -70,12 +70,17 @@ def total_of(
     counter: MessageCounter,
 ) -> int:
     """Tokens of `messages`, each a copy of one of `known` (found by its values) or counted."""
-    by_content: dict[int, list[tuple[Message, int]]] = {}
+    # Keyed by the identity of the values, which `known` keeps alive for the whole call. Two
+    # known messages sharing both objects keep the first; a copy of the second is recounted.
+    by_values: dict[tuple[int, int], tuple[Message, int]] = {}
     for message, count in zip(known, known_counts, strict=True):
-        by_content.setdefault(id(message.get("content")), []).append((message, count))
+        key = (id(message.get("content")), id(message.get("tool_calls")))
+        by_values.setdefault(key, (message, count))
     total = 0
     for message in messages:
-        candidates = by_content.get(id(message.get("content")), ())
-        found = next((count for source, count in candidates if same_values(message, source)), None)
-        total += counter.count_message(message) if found is None else found
+        found = by_values.get((id(message.get("content")), id(message.get("tool_calls"))))
+        if found is not None and same_values(message, found[0]):
+            total += found[1]
+        else:
+            total += counter.count_message(message)
     return total
