@@ -1,11 +1,12 @@
-"""How long the machinery takes without the LLM (anchors C5, C6): compress(), the hygiene check,
-token counting, the store, and the whole gateway pipeline under concurrency.
+"""How long the machinery takes without the LLM (anchors C5, C6; issue 17): compress() against
+Hermes' on the same chat, an answered turn's own cost, the hygiene check, token counting, the
+store, and the whole gateway pipeline under concurrency.
 """
 
 from __future__ import annotations
 
+import asyncio
 import cProfile
-import gc
 import pstats
 import resource
 import statistics
@@ -15,9 +16,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from bench import pipeline
-from bench.report import Section, loglog_slope, ms, quantile, spread, table
-from bench.summarizers import InstantSummarizer, SlowSummarizer
+from bench import compress_speed, pipeline, turn_cost
+from bench.compress_speed import StubSummarizer
+from bench.hermes_chat import hermes_chat
+from bench.report import Section, ms, quantile, spread, table
 from bench.workloads import stress_session
 from bot.store.base import NewMessage
 from bot.store.sqlite import SqliteStore
@@ -25,29 +27,30 @@ from compression import CompressorConfig, ContextCompressor
 from compression.hygiene import hygiene_reason
 from compression.tokens import TokenCounter, counter_for
 
-COMPRESS_SIZES = (1_000, 5_000, 50_000)
 HYGIENE_SIZES = (100, 5_000, 50_000)
 WINDOW_TOKENS = 128_000  # the default window when the endpoint does not report one
-SLOW_SUMMARY_SECONDS = 0.2
+PROFILE_SIZE = 50_000
 # The phases of compress() worth naming, as module.function of compression/.
 PROFILED = (
     "compressor._plan",
     "handoff.take_handoffs",
     "boundaries.plan_boundaries",
-    "prune.prune",
+    "prune.prune_tracked",
     "compressor._request",
     "summary_input.summary_turns",
     "summary_input.participants",
     "summary_input.derive_focus",
+    "redact.redact",
     "assemble.assemble",
+    "message_counts.total_of",
     "tokens.count_message",
 )
 
 
 @dataclass(frozen=True, slots=True)
 class Plan:
-    compress_reps: int
-    compress_reps_50k: int
+    compress_processes: int  # fresh processes per size and mode
+    turns: int  # answered turns per transcript size
     hygiene_batches: int  # repetitions, interleaved across session sizes
     hygiene_calls: int  # per batch
     append_single: int
@@ -59,8 +62,8 @@ class Plan:
 
 
 FULL = Plan(
-    compress_reps=9,
-    compress_reps_50k=5,
+    compress_processes=5,
+    turns=200,
     hygiene_batches=5,
     hygiene_calls=600,
     append_single=2_000,
@@ -71,8 +74,8 @@ FULL = Plan(
     paced_reps=2,
 )
 QUICK = Plan(
-    compress_reps=3,
-    compress_reps_50k=2,
+    compress_processes=3,
+    turns=40,
     hygiene_batches=2,
     hygiene_calls=250,
     append_single=300,
@@ -86,13 +89,11 @@ QUICK = Plan(
 
 @dataclass(slots=True)
 class Results:
-    compress: dict[int, list[float]] = field(default_factory=dict)
-    compress_outcomes: dict[int, str] = field(default_factory=dict)
-    compress_cold: dict[int, float] = field(default_factory=dict)  # first run, empty cache
+    compress: compress_speed.Results = field(default_factory=compress_speed.Results)
+    turns: turn_cost.Results = field(default_factory=turn_cost.Results)
     profile: list[tuple[str, int, float]] = field(default_factory=list)  # function, calls, s
     profile_total: float = 0.0
     profile_size: int = 0
-    slow_total: list[float] = field(default_factory=list)
     hygiene: dict[int, list[list[float]]] = field(default_factory=dict)  # batches of calls
     counting: tuple[float, float, int] = (0.0, 0.0, 0)  # messages/s, tokens/s, messages
     append_single: float = 0.0
@@ -106,9 +107,12 @@ async def run(quick: bool = False) -> tuple[Section, Results]:
     plan = QUICK if quick else FULL
     started = time.perf_counter()
     results = Results()
-    sessions = {n: stress_session(n) for n in sorted({*COMPRESS_SIZES, *HYGIENE_SIZES})}
-    await _compress(results, sessions, plan)
+    await asyncio.to_thread(compress_speed.measure, results.compress, reps=plan.compress_processes)
+    await _profile(results)
+    sessions = {n: stress_session(n) for n in HYGIENE_SIZES}
     _counting(results, sessions[max(sessions)])
+    with tempfile.TemporaryDirectory(prefix="bench-turns-") as tmp:
+        await turn_cost.measure(results.turns, Path(tmp), turns=plan.turns)
     with tempfile.TemporaryDirectory(prefix="bench-store-") as tmp:
         await _hygiene(results, sessions, plan, Path(tmp))
         await _store(results, sessions[5_000], plan, Path(tmp))
@@ -126,44 +130,17 @@ async def run(quick: bool = False) -> tuple[Section, Results]:
     return section, results
 
 
-async def _compress(results: Results, sessions: dict[int, list[dict]], plan: Plan) -> None:
-    config = CompressorConfig(context_length=WINDOW_TOKENS)
-    for n in COMPRESS_SIZES:
-        messages = sessions[n]
-        reps = plan.compress_reps_50k if n >= 50_000 else plan.compress_reps
-        times = []
-        # The service counts each message when it stores it, so compress() normally finds the
-        # texts in the counter's cache; the first repetition runs with the cache emptied.
-        counter_for(None)._counts.clear()
-        for rep in range(reps):
-            compressor = ContextCompressor(config, InstantSummarizer())
-            gc.collect()
-            start = time.perf_counter()
-            result = await compressor.compress(messages)
-            elapsed = time.perf_counter() - start
-            if rep == 0:
-                results.compress_cold[n] = elapsed
-            else:
-                times.append(elapsed)
-            results.compress_outcomes[n] = result.outcome
-        results.compress[n] = times
-    await _profile(results, sessions[max(COMPRESS_SIZES)], config)
-    messages = sessions[5_000]
-    for _ in range(max(2, plan.compress_reps // 3)):
-        slow = SlowSummarizer(InstantSummarizer(), SLOW_SUMMARY_SECONDS)
-        compressor = ContextCompressor(config, slow)
-        start = time.perf_counter()
-        await compressor.compress(messages)
-        results.slow_total.append(time.perf_counter() - start)
-
-
-async def _profile(results: Results, messages: list[dict], config: CompressorConfig) -> None:
-    """Where one compress() spends its time, by compression/ function (cProfile inflates the
-    total, the shares are what matter)."""
+async def _profile(results: Results) -> None:
+    """Where one compress() (stub summarizer, stored counts) spends its time, by compression/
+    function (cProfile inflates the total, the shares are what matter)."""
+    messages = hermes_chat(PROFILE_SIZE)
+    counter = TokenCounter(None, cache_entries=0)
+    counts = [counter.count_message(m) for m in messages]
+    config = CompressorConfig(context_length=compress_speed.WINDOW_TOKENS)
+    compressor = ContextCompressor(config, StubSummarizer())
     profiler = cProfile.Profile()
-    compressor = ContextCompressor(config, InstantSummarizer())
     profiler.enable()
-    await compressor.compress(messages)
+    await compressor.compress(messages, token_counts=counts)
     profiler.disable()
     stats = pstats.Stats(profiler).stats  # type: ignore[attr-defined]
     rows = []
@@ -256,38 +233,11 @@ async def _store(results: Results, messages: Sequence[dict], plan: Plan, directo
 
 def render(results: Results, plan: Plan) -> Section:
     s = Section("Speed without the LLM")
-    s.add(
-        "`compress()` on stress sessions (a 12-person chitchat room with tool rounds) at the "
-        f"default {WINDOW_TOKENS // 1000}K window, with a summarizer that answers at once; "
-        "a fresh compressor per repetition. Times are median (min–max). The service counts each "
-        "message when it stores it, so compress() normally finds every text in the token "
-        "counter's cache: the timed repetitions run that way, and the first repetition runs "
-        "with the cache emptied (as right after a restart) and is shown apart.",
-        "",
-    )
-    medians = {n: statistics.median(t) for n, t in results.compress.items()}
-    rows = [
-        [
-            f"{n:,}",
-            len(t),
-            spread(t),
-            ms(results.compress_cold.get(n, float("nan"))),
-            results.compress_outcomes.get(n, "?"),
-        ]
-        for n, t in results.compress.items()
-    ]
-    s.add(*table(["messages", "reps", "compress() time", "first run, cold cache", "outcome"], rows))
-    slope = loglog_slope(list(medians), list(medians.values()))
-    slow = statistics.median(results.slow_total) if results.slow_total else float("nan")
-    s.add(
-        f"Growth: log-log slope {slope:.2f} over {', '.join(f'{n:,}' for n in medians)} messages. "
-        f"Cross-check with a summarizer that sleeps {SLOW_SUMMARY_SECONDS * 1000:.0f} ms at 5,000 "
-        f"messages: {ms(slow)} in all, {ms(slow - SLOW_SUMMARY_SECONDS)} without the sleep.",
-        "",
-    )
+    s.add(*compress_speed.render(results.compress).body)
     if results.profile:
         s.add(
-            f"Where one `compress()` of {results.profile_size - 1:,} messages spends its time "
+            f"Where one `compress()` of {results.profile_size:,} messages (stub, stored counts) "
+            "spends its time "
             f"(cProfile, {ms(results.profile_total)} under the profiler; cumulative time, so "
             "`_plan` and `_request` include the rows below them, and `count_message` is every "
             "token count anywhere in the call):",
@@ -350,31 +300,17 @@ def render(results: Results, plan: Plan) -> Section:
             ],
         )
     )
+    s.add(*turn_cost.render(results.turns))
     s.add(*pipeline.render(results.pipeline, plan.paced_seconds))
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     s.add(f"Process peak RSS after the speed runs: {rss:,.0f} MB (includes the loaded corpus).", "")
-    _targets(s, results, medians, slope)
+    _targets(s, results)
     return s
 
 
-def _targets(s: Section, results: Results, medians: dict[int, float], slope: float) -> None:
-    at5k, at50k = medians.get(5_000, float("nan")), medians.get(50_000, float("nan"))
-    why = _compress_note(results)
-    s.target(
-        "`compress()` excluding the LLM at 5K messages",
-        "≤ 10 ms",
-        ms(at5k),
-        at5k <= 0.010,
-        _by(at5k, 0.010) + (f"; {why}" if at5k > 0.010 else ""),
-    )
-    s.target(
-        "`compress()` excluding the LLM at 50K messages",
-        "≤ 100 ms",
-        ms(at50k),
-        at50k <= 0.100,
-        _by(at50k, 0.100) + (f"; {why}" if at50k > 0.100 else ""),
-    )
-    s.target("`compress()` growth, log-log slope", "≤ 1.1", f"{slope:.2f}", slope <= 1.1)
+def _targets(s: Section, results: Results) -> None:
+    compress_speed.targets(s, results.compress)
+    turn_cost.targets(s, results.turns)
     worst = max(
         (
             (statistics.median(statistics.median(b) for b in batches), n)
@@ -390,28 +326,6 @@ def _targets(s: Section, results: Results, medians: dict[int, float], slope: flo
         _by(worst[0], 0.0001),
     )
     pipeline.targets(s, results.pipeline)
-
-
-def _compress_note(results: Results) -> str:
-    """The profile's explanation of a slow compress(), in numbers."""
-    if not results.profile or not results.profile_total:
-        return ""
-    rows = {name: (calls, seconds) for name, calls, seconds in results.profile}
-    parts = []
-    counted = rows.get("tokens.count_message")
-    if counted:
-        per_message = counted[0] / max(1, results.profile_size)
-        parts.append(
-            f"every message's token count is taken {per_message:.1f}× per call, mostly from "
-            f"the counter's cache ({100 * counted[1] / results.profile_total:.0f} % of the "
-            "profiled time); the rest is plain Python passes over every message"
-        )
-    turns = rows.get("summary_input.summary_turns")
-    if turns:
-        parts.append(
-            f"preparing the summarizer's input takes {100 * turns[1] / results.profile_total:.0f} %"
-        )
-    return "; ".join(parts)
 
 
 def _by(value: float, limit: float) -> str:

@@ -227,13 +227,13 @@ class SessionCompactor:
         own_usage = _Usage()
         before = session.compressor
         compressor = self.build_compressor(job.settings, before, own_usage)
-        messages = [
-            {"role": "system", "content": job.system_prompt},
-            *(m.to_openai() for m in considered),
-        ]
+        system = {"role": "system", "content": job.system_prompt}
+        messages = [system, *(m.to_openai() for m in considered)]
+        # The stored counts, so compress() tokenizes nothing that was stored.
+        counts = [self._counter.count_message(system), *(m.tokens for m in considered)]
         try:
             result = await compressor.compress(
-                messages, focus_topic=job.focus, force=job.force, pins=pins
+                messages, focus_topic=job.focus, force=job.force, pins=pins, token_counts=counts
             )
         finally:
             await self._record_usage(session.chat_key, own_usage)

@@ -27,6 +27,7 @@ from bot.markdown_escape import escape_markdown
 from bot.runner import TurnRequest
 from bot.services import Services
 from bot.store.base import IngestResult, NewMessage, SessionRecord
+from bot.store.write_batcher import BatchedAppends, BatchedIngest
 
 log = logging.getLogger(__name__)
 
@@ -60,6 +61,9 @@ class Gateway:
         self._known_chats: set[tuple[str, str | None, str | None, bool]] = set()
         self._typing: set[asyncio.Task[None]] = set()
         self._order = ingress.ChatOrder()
+        # Group commit: messages and replies of many chats arriving together share a transaction.
+        self._ingests = BatchedIngest(services.store)
+        self._appends = BatchedAppends(services.store)
         # Called with a chat key after /config changes it (the overnight scheduler listens).
         self.settings_listeners: list[Callable[[str], Awaitable[None]]] = []
 
@@ -126,6 +130,8 @@ class Gateway:
     async def close(self) -> None:
         await self.lanes.close()
         await self.compactions.close()
+        await self._ingests.close()
+        await self._appends.close()
         for task in list(self._typing):
             task.cancel()
         await asyncio.gather(*self._typing, return_exceptions=True)
@@ -140,7 +146,7 @@ class Gateway:
         )
 
     async def _store_and_route(self, run: list[Delivery]) -> None:
-        results = await self.services.store.ingest([d.item for d in run])
+        results = await self._ingests.ingest([d.item for d in run])
         for delivery, result in zip(run, results, strict=True):
             if result.duplicate:
                 log.info("duplicate update ignored (chat=%s)", delivery.message.chat_key)
@@ -300,7 +306,7 @@ class Gateway:
     async def _store_reply(self, session_id: int, text: str) -> None:
         message = {"role": "assistant", "content": text}
         row = NewMessage.from_openai(message, self.services.counter.count_message(message))
-        await self.services.store.append_messages(session_id, [row])
+        await self._appends.append_messages(session_id, [row])
 
     async def _notice_failure(
         self, adapter: Adapter, target: ReplyTarget, chat_key: str, text: str

@@ -8,8 +8,9 @@ from dataclasses import dataclass, field
 
 from bot.compaction import SessionCompactor
 from bot.llm import ContextOverflowError, LLMClient, LLMError, LLMResponse
-from bot.store.base import NewMessage, Store, StoredMessage
+from bot.store.base import NewMessage, Store
 from bot.tools import TOOL_SCHEMAS, ToolContext, run_tool
+from bot.working_set import ActiveTranscript, WorkingSet
 from compression import CompressorConfig, ContextCompressor
 from compression.tokens import TokenCounter
 
@@ -78,7 +79,9 @@ class AgentRunner:
         compactor: SessionCompactor,
         counter: TokenCounter,
         system_prompt_for: SystemPromptSource,
+        working_set: WorkingSet | None = None,
     ) -> None:
+        self._working_set = working_set or WorkingSet(store)  # speed (#17): SPEC 8
         self._store = store
         self._llm = llm
         self._compactor = compactor
@@ -230,17 +233,20 @@ class AgentRunner:
         The compressor is rebuilt from the row each time, so no state is held across a wait.
         """
         session = await self._store.get_session(turn.request.session_id)
-        active = await self._store.load_active(session.id)
+        active = await self._working_set.active(session)
         turn.anchor_id = _current_anchor(active, turn.anchor_id, turn.request.anchor_platform_id)
         turn.version = session.version
         turn.compressor = self._compactor.build_compressor(
             turn.request.settings, session.compressor
         )
-        rows = _rows_for_turn(active, turn.anchor_id, turn.own_ids)
+        cut, own = _turn_rows(active, turn.anchor_id, turn.own_ids)
         system = session.system_prompt or ""
-        turn.messages = [{"role": "system", "content": system}, *(r.to_openai() for r in rows)]
+        turn.messages = active.request(system, cut, own)
         turn.tokens = (
-            self._counter.count_text(system) + sum(r.tokens for r in rows) + self._tool_tokens
+            self._counter.count_text(system)
+            + active.tokens(0, cut)
+            + sum(active.row(i).tokens for i in own)
+            + self._tool_tokens
         )
 
     async def _store_tool_round(self, turn: _Turn, response: LLMResponse) -> None:
@@ -278,24 +284,25 @@ class _TurnFailed(Exception):
         self.message = message
 
 
-def _rows_for_turn(
-    active: list[StoredMessage], anchor_id: int, own_ids: list[int]
-) -> list[StoredMessage]:
-    ids = [m.id for m in active]
-    if anchor_id not in ids:
+def _turn_rows(
+    active: ActiveTranscript, anchor_id: int, own_ids: list[int]
+) -> tuple[int, list[int]]:
+    """Rows [0, cut) and the turn's own rows after them, by index; O(own rows), not O(history)."""
+    anchor = active.index_of(anchor_id)
+    if anchor is None:
         # The anchor was compacted by another path (e.g. /compress); the whole transcript is
         # the best remaining view and still ends with the newest messages.
-        return active
-    cut = ids.index(anchor_id) + 1
-    own = set(own_ids)
-    return active[:cut] + [m for m in active[cut:] if m.id in own]
+        return active.length, []
+    cut = anchor + 1
+    own = (active.index_of(message_id) for message_id in own_ids)
+    return cut, sorted(index for index in own if index is not None and index >= cut)
 
 
-def _current_anchor(active: list[StoredMessage], anchor_id: int, platform_id: str | None) -> int:
+def _current_anchor(active: ActiveTranscript, anchor_id: int, platform_id: str | None) -> int:
     """The anchor row, or its verbatim copy after another path compacted the original away."""
-    if platform_id is None or any(m.id == anchor_id for m in active):
+    if platform_id is None or active.index_of(anchor_id) is not None:
         return anchor_id
-    for row in reversed(active):
+    for row in reversed(active.rows):
         if row.role == "user" and row.platform_message_id == platform_id:
             return row.id
     return anchor_id

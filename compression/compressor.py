@@ -15,8 +15,9 @@ from compression.boundaries import Boundaries, plan_boundaries
 from compression.deterministic import deterministic_summary
 from compression.engine import ContextEngine
 from compression.handoff import take_handoffs
-from compression.prune import prune
-from compression.redact import redact
+from compression.message_counts import input_counts, recounted, total_of
+from compression.prune import prune_tracked
+from compression.redact import redact, redaction_memo
 from compression.result import CompressionResult, Outcome
 from compression.state import CompressorState, CooldownCause
 from compression.summarizer import (
@@ -28,7 +29,7 @@ from compression.summarizer import (
 from compression.summary_input import derive_focus, participants, summary_turns
 from compression.template import ensure_pins
 from compression.thresholds import CompressorConfig
-from compression.tokens import counter_for
+from compression.tokens import MessageCounter, uncached_counter_for
 
 # The summarizer input must fit the summary model: the template costs about this many tokens,
 # and rendering adds labels, so only 85 % of the remaining room is filled.
@@ -54,7 +55,9 @@ Messages = Sequence[Mapping[str, Any]]
 @dataclass(frozen=True, slots=True)
 class _Plan:
     working: list[dict[str, Any]]
+    tokens: list[int]  # one per working message
     previous_summary: str | None
+    previous_tokens: int  # an upper bound: the tokens of the messages that carried it
     boundaries: Boundaries
 
 
@@ -75,13 +78,14 @@ class ContextCompressor(ContextEngine):
         *,
         state: CompressorState | None = None,
         clock: Callable[[], float] = time.time,
+        counter: MessageCounter | None = None,
     ) -> None:
         self._config = config
         self._summarizer = summarizer
         self._state = state or CompressorState()
         self._clock = clock
-        self._counter = counter_for(config.model)
-        self._counts: dict[int, int] = {}
+        # Uncached: what a call counts itself (new texts) must not outlive the call.
+        self._counter = counter or uncached_counter_for(config.model)
         self._session_id: str | None = None
 
     @property
@@ -148,8 +152,11 @@ class ContextCompressor(ContextEngine):
         self._state = replace(state, verdict_pending=False)
         return not was_paused and breaker.is_paused(self._state, now)
 
-    def has_content_to_compress(self, messages: Messages) -> bool:
-        return not self._plan(messages).boundaries.empty
+    def has_content_to_compress(
+        self, messages: Messages, *, token_counts: Sequence[int] | None = None
+    ) -> bool:
+        counts = input_counts(messages, token_counts, self._counter)
+        return not self._plan(messages, counts).boundaries.empty
 
     async def compress(
         self,
@@ -159,50 +166,58 @@ class ContextCompressor(ContextEngine):
         focus_topic: str | None = None,
         force: bool = False,
         pins: Sequence[str] = (),
+        token_counts: Sequence[int] | None = None,
     ) -> CompressionResult:
         """Compact `messages`; never raises for summarizer failures, never mutates the input.
 
-        `current_tokens` is accepted for API stability; decisions use local counts only.
+        `token_counts`: one count per message (the store's); those messages are not tokenized
+        again. Raises TokenCountsError when they do not fit the messages. `current_tokens` is
+        accepted for API stability; decisions use local counts only.
         """
+        counts = input_counts(messages, token_counts, self._counter)
+        with redaction_memo():
+            return await self._compress(messages, counts, focus_topic, force, pins)
+
+    async def _compress(
+        self,
+        messages: Messages,
+        counts: list[int],
+        focus_topic: str | None,
+        force: bool,
+        pins: Sequence[str],
+    ) -> CompressionResult:
         now = self._clock()
-        # One count per message object per call: the plan, the middle and the output share
-        # most dicts, and ids are stable while the call holds them.
-        self._counts = {}
-        before = self._count(messages)
+        before = sum(counts)
         if force:
             self._state = breaker.lift_cooldown(self._state)
         elif breaker.is_paused(self._state, now):
             return self._unchanged(messages, before, "noop", "breaker paused", strike=False)
-        plan = self._plan(messages)
+        plan = self._plan(messages, counts)
         if plan.boundaries.empty:
             return self._unchanged(messages, before, "noop", "nothing to compress", strike=True)
         start, end = plan.boundaries.start, plan.boundaries.end
-        pruned = prune(plan.working, end)
+        pruned, changed = prune_tracked(plan.working, end)
+        pruned_tokens = recounted(pruned, plan.tokens, changed, self._counter)
         middle = pruned[start:end]
-        request = self._request(plan, middle, focus_topic, pins, now)
+        request = self._request(plan, middle, sum(pruned_tokens[start:end]), focus_topic, pins, now)
         summary = await self._summarise(request, force, now)
         if summary.body is None:
             return self._unchanged(messages, before, "aborted", summary.error, strike=False)
         body = ensure_pins(summary.body, tuple(pins))
+        kept = pruned[:start] + pruned[end:]
         output = assemble(pruned[:start], body, pruned[end:])
-        after = self._count(output)
+        after = total_of(output, kept, pruned_tokens[:start] + pruned_tokens[end:], self._counter)
         if after >= before:
             return self._unchanged(messages, before, "noop", "summary not smaller", strike=True)
         return self._completed(output, body, summary, before, after, end - start, now)
 
-    def _count_one(self, message: Mapping[str, Any]) -> int:
-        key = id(message)
-        count = self._counts.get(key)
-        if count is None:
-            count = self._counts[key] = self._counter.count_message(message)
-        return count
-
-    def _count(self, messages: Sequence[Mapping[str, Any]]) -> int:
-        return sum(self._count_one(m) for m in messages)
-
-    def _plan(self, messages: Messages) -> _Plan:
+    def _plan(self, messages: Messages, counts: Sequence[int]) -> _Plan:
         handoff = take_handoffs(messages)
         working = handoff.messages
+        tokens = [
+            counts[source] if source >= 0 else self._counter.count_message(message)
+            for source, message in zip(handoff.sources, working, strict=True)
+        ]
         # A summary in the transcript means a compaction already ran, also before a restart:
         # the head decays (#11996) and that summary is the one to update. Without one, a
         # remembered summary belongs to another session and is dropped (#38788).
@@ -212,27 +227,27 @@ class ContextCompressor(ContextEngine):
             protect_first_n=self._config.protect_first_n,
             protect_last_n=self._config.protect_last_n,
             decayed=bool(handoff.bodies),
-            tokens=[self._count_one(m) for m in working],
+            tokens=tokens,
         )
-        return _Plan(working, handoff.previous_summary, boundaries)
+        previous_tokens = sum(counts[i] for i in handoff.summary_sources)
+        return _Plan(working, tokens, handoff.previous_summary, previous_tokens, boundaries)
 
     def _request(
         self,
         plan: _Plan,
         middle: list[dict[str, Any]],
+        middle_tokens: int,
         focus_topic: str | None,
         pins: Sequence[str],
         now: float,
     ) -> SummaryRequest:
         focus = focus_topic if focus_topic and focus_topic.strip() else derive_focus(plan.working)
         previous = redact(plan.previous_summary) if plan.previous_summary else None
-        middle_tokens = self._count(middle)
         budget = self._config.summary_budget(middle_tokens)
         chars_per_token = _chars_per_token(middle, middle_tokens)
+        room = self._input_chars(budget, plan.previous_tokens if previous else 0, chars_per_token)
         return SummaryRequest(
-            turns=summary_turns(
-                middle, max_chars=self._input_chars(budget, previous, chars_per_token)
-            ),
+            turns=summary_turns(middle, max_chars=room),
             previous_summary=previous,
             focus_topic=redact(focus) if focus else None,
             budget_tokens=budget,
@@ -241,13 +256,13 @@ class ContextCompressor(ContextEngine):
             pins=tuple(pins),
         )
 
-    def _input_chars(self, budget_tokens: int, previous: str | None, chars_per_token: float) -> int:
+    def _input_chars(self, budget_tokens: int, previous_tokens: int, chars_per_token: float) -> int:
         """Bound the turns so prompt + previous summary + answer fit the summary model's window."""
         room = (
             self._config.context_length
             - budget_tokens
             - SUMMARY_PROMPT_OVERHEAD_TOKENS
-            - (self._counter.count_text(previous) if previous else 0)
+            - previous_tokens
         )
         chars = int(room * chars_per_token * INPUT_SAFETY_MARGIN)
         return max(MIN_SUMMARY_INPUT_CHARS, min(MAX_SUMMARY_INPUT_CHARS, chars))

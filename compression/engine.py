@@ -56,6 +56,7 @@ class ContextEngine(ABC):
         focus_topic: str | None = None,
         force: bool = False,
         pins: Sequence[str] = (),
+        token_counts: Sequence[int] | None = None,
     ) -> CompressionResult: ...
 
     @abstractmethod

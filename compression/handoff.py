@@ -11,7 +11,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from compression.messages import is_summary_message, role_of, text_of, tool_calls_of
-from compression.template import is_summary_text, summary_body, unwrap_merged
+from compression.template import SUMMARY_PREFIX_HEAD, is_summary_text, summary_body, unwrap_merged
+
+# Every summary text contains the prefix head; while the head holds a non-ASCII character
+# (its em dash), an ASCII-only text cannot be one, and str knows that without a scan.
+_ASCII_NEVER_SUMMARY = not SUMMARY_PREFIX_HEAD.isascii()
 
 
 @dataclass(frozen=True, slots=True)
@@ -20,6 +24,10 @@ class Handoff:
 
     messages: list[dict[str, Any]]
     bodies: tuple[str, ...]
+    # Where each kept message came from in the input (-1: a merged message, now changed), and
+    # the inputs that carried a summary: so the callers' token counts follow the messages.
+    sources: tuple[int, ...] = ()
+    summary_sources: tuple[int, ...] = ()
 
     @property
     def previous_summary(self) -> str | None:
@@ -31,15 +39,27 @@ def take_handoffs(messages: Sequence[Mapping[str, Any]]) -> Handoff:
     """Remove standalone summaries and unwrap merged ones; the input is not modified."""
     kept: list[dict[str, Any]] = []
     bodies: list[str] = []
-    for message in messages:
-        if role_of(message) == "system" or not is_summary_message(message):
+    sources: list[int] = []
+    summary_sources: list[int] = []
+    for index, message in enumerate(messages):
+        if not _may_be_summary(message):
             kept.append(dict(message))
+            sources.append(index)
             continue
         bodies.append(summary_body(text_of(message)))
+        summary_sources.append(index)
         restored = _without_summary(message)
         if restored is not None:
             kept.append(restored)
-    return Handoff(kept, tuple(bodies))
+            sources.append(-1)
+    return Handoff(kept, tuple(bodies), tuple(sources), tuple(summary_sources))
+
+
+def _may_be_summary(message: Mapping[str, Any]) -> bool:
+    content = message.get("content")
+    if _ASCII_NEVER_SUMMARY and isinstance(content, str) and content.isascii():
+        return False
+    return role_of(message) != "system" and is_summary_message(message)
 
 
 def _without_summary(message: Mapping[str, Any]) -> dict[str, Any] | None:

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from compression.messages import call_id, is_tool_result, tool_calls_of
+from compression.messages import call_id, tool_calls_of
 from compression.tokens import IMAGE_PART_TYPES
 
 # Results this short already cost less than a one-line summary would save.
@@ -26,19 +26,42 @@ _COMMAND_TOOLS = frozenset({"terminal", "shell", "bash", "run_command", "execute
 
 def prune(messages: Sequence[Mapping[str, Any]], tail_start: int) -> list[dict[str, Any]]:
     """Copies of `messages` with tool output before `tail_start` shrunk; duplicates anywhere."""
+    return prune_tracked(messages, tail_start)[0]
+
+
+def prune_tracked(
+    messages: Sequence[Mapping[str, Any]], tail_start: int
+) -> tuple[list[dict[str, Any]], set[int]]:
+    """`prune`, and the indices of the copies it changed (the others keep their token counts).
+
+    One pass finds the tool messages; only they are looked at again, so the cost over a long
+    transcript is a dict copy per message.
+    """
     out: list[dict[str, Any]] = [dict(m) for m in messages]
-    calls = _calls_by_id(out)
-    _deduplicate_results(out)
-    for index in range(min(tail_start, len(out))):
-        message = out[index]
-        if is_tool_result(message):
-            _shrink_result(message, calls)
-        elif tool_calls_of(message):
-            _shrink_call_arguments(message)
-    return out
+    results: list[int] = []
+    callers: list[int] = []
+    for index, message in enumerate(out):
+        role = message.get("role")
+        if role == "tool":
+            results.append(index)
+        elif role == "assistant" and isinstance(message.get("tool_calls"), list):
+            callers.append(index)
+    calls = _calls_by_id(out[i] for i in callers)
+    changed = _deduplicate_results(out, results)
+    for index in results:
+        if index >= tail_start:
+            break
+        if _shrink_result(out[index], calls):
+            changed.add(index)
+    for index in callers:
+        if index >= tail_start:
+            break
+        if _shrink_call_arguments(out[index]):
+            changed.add(index)
+    return out, changed
 
 
-def _calls_by_id(messages: Sequence[Mapping[str, Any]]) -> dict[str, Mapping[str, Any]]:
+def _calls_by_id(messages: Iterable[Mapping[str, Any]]) -> dict[str, Mapping[str, Any]]:
     calls: dict[str, Mapping[str, Any]] = {}
     for message in messages:
         for call in tool_calls_of(message):
@@ -48,23 +71,25 @@ def _calls_by_id(messages: Sequence[Mapping[str, Any]]) -> dict[str, Mapping[str
     return calls
 
 
-def _deduplicate_results(messages: list[dict[str, Any]]) -> None:
+def _deduplicate_results(messages: list[dict[str, Any]], results: Sequence[int]) -> set[int]:
     """Older identical results become a placeholder; the newest copy stays verbatim."""
     seen: set[str] = set()
-    for message in reversed(messages):
+    changed: set[int] = set()
+    for index in reversed(results):
+        message = messages[index]
         content = message.get("content")
-        if not is_tool_result(message) or not isinstance(content, str):
-            continue
-        if len(content) < MIN_PRUNE_CHARS:
+        if not isinstance(content, str) or len(content) < MIN_PRUNE_CHARS:
             continue
         digest = hashlib.sha256(content.encode("utf-8", "replace")).hexdigest()
         if digest in seen:
             message["content"] = DUPLICATE_PLACEHOLDER
+            changed.add(index)
         else:
             seen.add(digest)
+    return changed
 
 
-def _shrink_result(message: dict[str, Any], calls: Mapping[str, Mapping[str, Any]]) -> None:
+def _shrink_result(message: dict[str, Any], calls: Mapping[str, Mapping[str, Any]]) -> bool:
     content = message.get("content")
     if isinstance(content, list):
         message["content"] = [
@@ -73,11 +98,12 @@ def _shrink_result(message: dict[str, Any], calls: Mapping[str, Mapping[str, Any
             else part
             for part in content
         ]
-        return
+        return True
     if not isinstance(content, str) or len(content) <= MIN_PRUNE_CHARS:
-        return
+        return False
     call = calls.get(str(message.get("tool_call_id") or ""))
     message["content"] = describe_result(call, content)
+    return True
 
 
 def describe_result(call: Mapping[str, Any] | None, content: str) -> str:
@@ -129,7 +155,7 @@ def _clip(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
-def _shrink_call_arguments(message: dict[str, Any]) -> None:
+def _shrink_call_arguments(message: dict[str, Any]) -> bool:
     """Shrink long string leaves inside the parsed JSON so the arguments stay valid JSON.
 
     Slicing the raw string left unterminated JSON that strict providers reject with a
@@ -143,6 +169,7 @@ def _shrink_call_arguments(message: dict[str, Any]) -> None:
         new_calls.append(shrunk)
     if changed:
         message["tool_calls"] = new_calls
+    return changed
 
 
 def _shrink_call(call: Any) -> Any:

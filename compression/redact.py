@@ -7,7 +7,10 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass
 from typing import Any
 
 REDACTED = "[REDACTED]"
@@ -44,44 +47,102 @@ _PROSE_PASSWORD = re.compile(
 )
 
 # Provider key formats; sources: each provider's documented key prefix.
-_TOKEN_PATTERNS = (
-    re.compile(r"\bsk-(?:ant-|proj-|svcacct-|or-)?[A-Za-z0-9_-]{20,}"),  # OpenAI, Anthropic
-    re.compile(r"\b(?:sk|rk|pk)_(?:live|test)_[A-Za-z0-9]{16,}"),  # Stripe
-    re.compile(r"\bgh[pousr]_[A-Za-z0-9]{20,}"),  # GitHub
-    re.compile(r"\bgithub_pat_[A-Za-z0-9_]{20,}"),
-    re.compile(r"\bxox[abposr]-[A-Za-z0-9-]{10,}"),  # Slack
-    re.compile(r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b"),  # AWS access key id
-    re.compile(r"\bAIza[0-9A-Za-z_-]{35}"),  # Google API key
-    re.compile(r"\b\d{6,10}:[A-Za-z0-9_-]{30,}"),  # Telegram bot token
-    # Discord bot token: base64 user id, timestamp, HMAC.
-    re.compile(r"\b[MNO][A-Za-z0-9_-]{23,27}\.[A-Za-z0-9_-]{6,7}\.[A-Za-z0-9_-]{27,}"),
-    re.compile(r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]*"),  # JWT
-    re.compile(r"\bhf_[A-Za-z0-9]{30,}"),  # Hugging Face
-)
+_OPENAI = re.compile(r"\bsk-(?:ant-|proj-|svcacct-|or-)?[A-Za-z0-9_-]{20,}")  # OpenAI, Anthropic
+_STRIPE = re.compile(r"\b(?:sk|rk|pk)_(?:live|test)_[A-Za-z0-9]{16,}")
+_GITHUB = re.compile(r"\bgh[pousr]_[A-Za-z0-9]{20,}")
+_GITHUB_PAT = re.compile(r"\bgithub_pat_[A-Za-z0-9_]{20,}")
+_SLACK = re.compile(r"\bxox[abposr]-[A-Za-z0-9-]{10,}")
+_AWS = re.compile(r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b")  # AWS access key id
+_GOOGLE = re.compile(r"\bAIza[0-9A-Za-z_-]{35}")
+_TELEGRAM = re.compile(r"\b\d{6,10}:[A-Za-z0-9_-]{30,}")  # bot token
+# Discord bot token: base64 user id, timestamp, HMAC.
+_DISCORD = re.compile(r"\b[MNO][A-Za-z0-9_-]{23,27}\.[A-Za-z0-9_-]{6,7}\.[A-Za-z0-9_-]{27,}")
+_JWT = re.compile(r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]*")
+_HUGGING_FACE = re.compile(r"\bhf_[A-Za-z0-9]{30,}")
+# Gate regexes for patterns with no rare literal. Each starts with one fixed character, which
+# the regex engine finds with a fast scan instead of trying the pattern at every position.
+_TELEGRAM_GATE = re.compile(r":[A-Za-z0-9_-]{30}")
+_DISCORD_GATE = re.compile(r"\.[A-Za-z0-9_-]{6,7}\.")
 
-# Shapes that are only tried when a literal they need is in the text: the substring test is far
-# cheaper than the regex, and ordinary chat text carries none of these literals.
-_GATED_PATTERNS: tuple[tuple[tuple[str, ...], re.Pattern[str]], ...] = (
-    # AWS secret access key: 40 base64 characters, recognised only on a line that names AWS or
-    # carries an access key id (a bare 40-character word is too common to mask). Before the
-    # token patterns, which would mask the AKIA marker first.
-    (
-        ("AKIA", "ASIA", "aws", "AWS", "Aws"),
-        re.compile(
-            r"(?:aws|AWS|Aws|AKIA|ASIA)[^\n]{0,80}?(?<![A-Za-z0-9/+])"
-            # Mixed case, so a lower-case hex commit id on the same line is left alone.
-            r"(?P<value>(?=[A-Za-z0-9/+]*[A-Z])(?=[A-Za-z0-9/+]*[a-z])[A-Za-z0-9/+]{40})"
-            r"(?![A-Za-z0-9/+=])"
-        ),
-    ),
-    (("glpat-",), re.compile(r"\bglpat-[A-Za-z0-9_-]{20,}")),  # GitLab
-    (("npm_",), re.compile(r"\bnpm_[A-Za-z0-9]{36}\b")),  # npm
-    (("SG.",), re.compile(r"\bSG\.[A-Za-z0-9_-]{16,}\.[A-Za-z0-9_-]{16,}")),  # SendGrid
-    (("pypi-",), re.compile(r"\bpypi-[A-Za-z0-9_-]{50,}")),  # PyPI upload token
-    (("ya29.",), re.compile(r"\bya29\.[A-Za-z0-9_-]{20,}")),  # Google OAuth access token
-    (("dop_v1_", "doo_v1_"), re.compile(r"\bdo[op]_v1_[a-f0-9]{64}\b")),  # DigitalOcean
-    (("SK",), re.compile(r"\bSK[0-9a-f]{32}\b")),  # Twilio API key
+# IGNORECASE also matches these non-ASCII letters to ASCII ones (re's case equivalences:
+# dotless i, dotted capital I, long s, Kelvin sign); mapping them first keeps lowered gates
+# sound, and one-to-one, so lower() never changes positions.
+_CASE_EQUIVALENTS = str.maketrans({"\u0131": "i", "\u0130": "i", "\u017f": "s", "\u212a": "k"})
+
+
+class _Probe:
+    """One text as the gates see it; its lowered form is computed at most once."""
+
+    __slots__ = ("_lower", "text")
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self._lower: str | None = None
+
+    @property
+    def lower(self) -> str:
+        if self._lower is None:
+            self._lower = _lowered(self.text)
+        return self._lower
+
+
+def _lowered(text: str) -> str:
+    return (text if text.isascii() else text.translate(_CASE_EQUIVALENTS)).lower()
+
+
+@dataclass(frozen=True, slots=True)
+class Rule:
+    """A secret pattern, its replacement, and a cheap gate that is False only where the pattern
+    cannot match. The gate is data, so all gates can be checked together in one fast pass:
+
+    * `guard`: characters of which every match contains at least one ("" for none);
+    * `literals`, `folded`: substrings of which every match contains one (`folded`: in the
+      lowered text, for IGNORECASE patterns);
+    * `probes`: fixed-start regexes of which one finds every match.
+    """
+
+    name: str
+    pattern: re.Pattern[str]
+    replacement: str | Callable[[re.Match[str]], str]
+    guard: str = ""
+    literals: tuple[str, ...] = ()
+    folded: tuple[str, ...] = ()
+    probes: tuple[re.Pattern[str], ...] = ()
+
+    def substitute(self, text: str) -> str:
+        return self.pattern.sub(self.replacement, text)
+
+    def may_match(self, probe: _Probe) -> bool:
+        text = probe.text
+        if self.guard and not any(char in text for char in self.guard):
+            return False
+        return (
+            any(literal in text for literal in self.literals)
+            or any(word in probe.lower for word in self.folded)
+            or any(regex.search(text) is not None for regex in self.probes)
+        )
+
+
+def _lead(match: re.Match[str]) -> str:
+    return f"{match['lead']}{REDACTED}"
+
+
+# AWS secret access key: 40 base64 characters, recognised only on a line that names AWS or
+# carries an access key id (a bare 40-character word is too common to mask). Before the token
+# rules, which would mask the AKIA marker first.
+_AWS_SECRET = re.compile(
+    r"(?:aws|AWS|Aws|AKIA|ASIA)[^\n]{0,80}?(?<![A-Za-z0-9/+])"
+    # Mixed case, so a lower-case hex commit id on the same line is left alone.
+    r"(?P<value>(?=[A-Za-z0-9/+]*[A-Z])(?=[A-Za-z0-9/+]*[a-z])[A-Za-z0-9/+]{40})"
+    r"(?![A-Za-z0-9/+=])"
 )
+_GITLAB = re.compile(r"\bglpat-[A-Za-z0-9_-]{20,}")
+_NPM = re.compile(r"\bnpm_[A-Za-z0-9]{36}\b")
+_SENDGRID = re.compile(r"\bSG\.[A-Za-z0-9_-]{16,}\.[A-Za-z0-9_-]{16,}")
+_PYPI = re.compile(r"\bpypi-[A-Za-z0-9_-]{50,}")
+_GOOGLE_OAUTH = re.compile(r"\bya29\.[A-Za-z0-9_-]{20,}")
+_DIGITALOCEAN = re.compile(r"\bdo[op]_v1_[a-f0-9]{64}\b")
+_TWILIO = re.compile(r"\bSK[0-9a-f]{32}\b")
 
 
 def _mask_gated(match: re.Match[str]) -> str:
@@ -99,22 +160,139 @@ def _mask_assignment(match: re.Match[str]) -> str:
     return f"{match['key']}{match['sep']}{quote}{REDACTED}{quote}"
 
 
+_PASSWORD_WORDS = ("passw", "passphrase")  # password, passwd, passphrase
+
+# Applied in this order; each gate sees the text as the rules before it left it.
+RULES: tuple[Rule, ...] = (
+    Rule("private_key", _PRIVATE_KEY, REDACTED, guard="-", literals=("-----BEGIN",)),
+    Rule(
+        "url_credentials",
+        _URL_CREDENTIALS,
+        lambda m: f"{m['scheme']}{REDACTED}@",
+        guard="@",
+        literals=("://",),
+    ),
+    Rule("bearer", _BEARER, _lead, folded=("bearer",)),
+    Rule("basic_auth", _BASIC_AUTH, _lead, guard=":", folded=("authorization:",)),
+    Rule(
+        "assignment",
+        _ASSIGNMENT,
+        _mask_assignment,
+        guard="=:",
+        folded=(*_PASSWORD_WORDS, "secret", "api", "token", "private", "account"),
+    ),
+    Rule("prose_password", _PROSE_PASSWORD, _lead, folded=_PASSWORD_WORDS),
+    Rule("aws_secret", _AWS_SECRET, _mask_gated, literals=("AKIA", "ASIA", "aws", "AWS", "Aws")),
+    Rule("gitlab", _GITLAB, REDACTED, guard="-", literals=("glpat-",)),
+    Rule("npm", _NPM, REDACTED, guard="_", literals=("npm_",)),
+    Rule("sendgrid", _SENDGRID, REDACTED, guard=".", literals=("SG.",)),
+    Rule("pypi", _PYPI, REDACTED, guard="-", literals=("pypi-",)),
+    Rule("google_oauth", _GOOGLE_OAUTH, REDACTED, guard=".", literals=("ya29.",)),
+    Rule("digitalocean", _DIGITALOCEAN, REDACTED, guard="_", literals=("dop_v1_", "doo_v1_")),
+    Rule("twilio", _TWILIO, REDACTED, literals=("SK",)),
+    Rule("openai", _OPENAI, REDACTED, guard="-", literals=("sk-",)),
+    Rule("stripe", _STRIPE, REDACTED, guard="_", literals=("_live_", "_test_")),
+    Rule("github", _GITHUB, REDACTED, guard="_", probes=(re.compile(r"gh[pousr]_"),)),
+    Rule("github_pat", _GITHUB_PAT, REDACTED, guard="_", literals=("github_pat_",)),
+    Rule("slack", _SLACK, REDACTED, guard="-", literals=("xox",)),
+    Rule("aws", _AWS, REDACTED, probes=(re.compile(r"A(?:KIA|SIA)"),)),
+    Rule("google", _GOOGLE, REDACTED, literals=("AIza",)),
+    Rule("telegram", _TELEGRAM, REDACTED, guard=":", probes=(_TELEGRAM_GATE,)),
+    Rule("discord", _DISCORD, REDACTED, guard=".", probes=(_DISCORD_GATE,)),
+    Rule("jwt", _JWT, REDACTED, guard=".", literals=(".eyJ",)),
+    Rule("hugging_face", _HUGGING_FACE, REDACTED, guard="_", literals=("hf_",)),
+)
+
+
+# Every gate of the rules that share one guard, merged and checked before any rule runs:
+# (guard, literals, folded words, probes). Plain tuples: this runs once per text.
+_Gates = tuple[str, tuple[str, ...], tuple[str, ...], tuple[re.Pattern[str], ...]]
+
+
+def _merge_gates(rules: tuple[Rule, ...]) -> tuple[_Gates, ...]:
+    merged = []
+    for guard in dict.fromkeys(rule.guard for rule in rules):
+        group = [rule for rule in rules if rule.guard == guard]
+        merged.append(
+            (
+                guard,
+                tuple(dict.fromkeys(x for rule in group for x in rule.literals)),
+                tuple(dict.fromkeys(x for rule in group for x in rule.folded)),
+                tuple(dict.fromkeys(x for rule in group for x in rule.probes)),
+            )
+        )
+    return tuple(merged)
+
+
+_GATES = _merge_gates(RULES)
+
+
+def _may_hold_secret(text: str) -> bool:
+    """False when no rule's gate passes: the text is returned as it is, without any regex run."""
+    lower = None
+    for guard, literals, folded, probes in _GATES:
+        if guard:
+            for char in guard:
+                if char in text:
+                    break
+            else:
+                continue
+        for literal in literals:
+            if literal in text:
+                return True
+        if folded:
+            if lower is None:
+                lower = _lowered(text)
+            for word in folded:
+                if word in lower:
+                    return True
+        for regex in probes:
+            if regex.search(text) is not None:
+                return True
+    return False
+
+
+# One compress() call's memo (text -> redacted text), so no text is redacted twice in it.
+_memo: ContextVar[dict[str, str] | None] = ContextVar("redaction_memo", default=None)
+
+
+@contextmanager
+def redaction_memo() -> Iterator[None]:
+    """Within this block every text is redacted once; an enclosing memo is reused."""
+    if _memo.get() is not None:
+        yield
+        return
+    token = _memo.set({})
+    try:
+        yield
+    finally:
+        _memo.reset(token)
+
+
 def redact(text: str) -> str:
     """`text` with every recognised secret replaced by [REDACTED]."""
     if not text:
         return text
-    text = _PRIVATE_KEY.sub(REDACTED, text)
-    text = _URL_CREDENTIALS.sub(lambda m: f"{m['scheme']}{REDACTED}@", text)
-    text = _BEARER.sub(lambda m: f"{m['lead']}{REDACTED}", text)
-    text = _BASIC_AUTH.sub(lambda m: f"{m['lead']}{REDACTED}", text)
-    text = _ASSIGNMENT.sub(_mask_assignment, text)
-    text = _PROSE_PASSWORD.sub(lambda m: f"{m['lead']}{REDACTED}", text)
-    for literals, gated in _GATED_PATTERNS:
-        if any(literal in text for literal in literals):
-            text = gated.sub(_mask_gated, text)
-    for pattern in _TOKEN_PATTERNS:
-        text = pattern.sub(REDACTED, text)
-    return text
+    memo = _memo.get()
+    if memo is None:
+        return _redact(text)
+    done = memo.get(text)
+    if done is None:
+        done = memo[text] = _redact(text)
+        memo.setdefault(done, done)  # redaction is idempotent: its output needs no second pass
+    return done
+
+
+def _redact(text: str) -> str:
+    if not _may_hold_secret(text):
+        return text
+    probe = _Probe(text)
+    for rule in RULES:
+        if rule.may_match(probe):
+            changed = rule.substitute(probe.text)
+            if changed != probe.text:
+                probe = _Probe(changed)
+    return probe.text
 
 
 def redact_value(obj: Any) -> Any:

@@ -27,8 +27,10 @@ IMAGE_TOKENS = 1_600
 # Every chat message carries a few framing tokens (role, separators) in the OpenAI format.
 MESSAGE_OVERHEAD_TOKENS = 4
 CHARS_PER_TOKEN_ESTIMATE = 4
-# Texts are counted when stored and again by every compaction that sees them; remembering
-# recent counts turns the repeats into a dict lookup. FIFO-bounded (~ tens of MB at most).
+# The service's shared counter sees the same texts again (system prompts every turn, the
+# benchmarks' transcripts); remembering recent counts turns the repeats into a dict lookup.
+# FIFO-bounded (~ tens of MB at most). compress() counts with an uncached counter instead: the
+# store hands it every stored count, and what it counts itself must not outlive the call.
 TEXT_CACHE_ENTRIES = 100_000
 _BLOB_URL = "https://openaipublic.blob.core.windows.net/encodings/{name}.tiktoken"
 _SEEDED_ENCODINGS = ("cl100k_base", "o200k_base")
@@ -37,6 +39,13 @@ _seed_lock = threading.Lock()
 
 class Encoder(Protocol):
     def encode_ordinary(self, text: str) -> list[int]: ...
+
+
+class MessageCounter(Protocol):
+    """What compression needs of a token counter (a seam, so tests can count the calls)."""
+
+    def count_text(self, text: str) -> int: ...
+    def count_message(self, message: Mapping[str, Any]) -> int: ...
 
 
 class _RoughEncoder:
@@ -103,9 +112,12 @@ def encoding_for(model: str | None = None) -> Encoder:
 class TokenCounter:
     """Counts tokens of text and OpenAI-format messages for one model."""
 
-    def __init__(self, model: str | None = None) -> None:
+    def __init__(
+        self, model: str | None = None, *, cache_entries: int = TEXT_CACHE_ENTRIES
+    ) -> None:
         self.model = model
         self._encoder = encoding_for(model)
+        self._cache_entries = cache_entries
         self._counts: dict[str, int] = {}
 
     @property
@@ -119,7 +131,9 @@ class TokenCounter:
         if cached is not None:
             return cached
         count = len(self._encoder.encode_ordinary(text))
-        if len(self._counts) >= TEXT_CACHE_ENTRIES:
+        if not self._cache_entries:
+            return count
+        if len(self._counts) >= self._cache_entries:
             del self._counts[next(iter(self._counts))]
         self._counts[text] = count
         return count
@@ -163,3 +177,9 @@ IMAGE_PART_TYPES = frozenset({"image_url", "input_image", "image"})
 @lru_cache(maxsize=8)
 def counter_for(model: str | None = None) -> TokenCounter:
     return TokenCounter(model)
+
+
+@lru_cache(maxsize=8)
+def uncached_counter_for(model: str | None = None) -> TokenCounter:
+    """A counter that remembers nothing, for work whose counts must not outlive the call."""
+    return TokenCounter(model, cache_entries=0)

@@ -264,7 +264,20 @@ class TranscriptStore(Protocol):
         """Insert in order and update the session's running totals in the same transaction."""
         ...
 
+    async def append_batch(
+        self, items: Sequence[tuple[int, Sequence[NewMessage]]]
+    ) -> list[list[int]]:
+        """`append_messages` for several sessions in one transaction (all or nothing)."""
+        ...
+
     async def load_active(self, session_id: int) -> list[StoredMessage]: ...
+    async def load_appended(
+        self, session_id: int, after_id: int, version: int
+    ) -> list[StoredMessage] | None:
+        """Active rows with id > `after_id` in transcript order, or None if the session's
+        version is no longer `version` (read in one statement, so the two agree)."""
+        ...
+
     async def load_history(
         self, chat_key: str, *, include_archived: bool = True
     ) -> list[StoredMessage]: ...

@@ -9,6 +9,8 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
+import aiosqlite
+
 from bot.store import rows
 from bot.store.base import (
     ChatRecord,
@@ -18,7 +20,7 @@ from bot.store.base import (
     SessionRecord,
     StoredMessage,
 )
-from bot.store.bookkeeping import Bookkeeping, mark_processed
+from bot.store.bookkeeping import Bookkeeping
 from bot.store.database import Database, one
 from bot.store.dead_letters import DeadLetters
 from bot.store.hits import FETCH_FACTOR, clamp_limit, distinct_hits
@@ -223,45 +225,33 @@ class SqliteStore(CompactionWrites, Bookkeeping, DeadLetters):
 
     # messages
 
-    async def append_messages(
-        self,
-        session_id: int,
-        messages: Sequence[NewMessage],
-        *,
-        processed_update: tuple[str, str] | None = None,
-    ) -> list[int]:
-        if not messages:
-            return []
+    async def append_messages(self, session_id: int, messages: Sequence[NewMessage]) -> list[int]:
+        return (await self.append_batch([(session_id, messages)]))[0]
+
+    async def append_batch(
+        self, items: Sequence[tuple[int, Sequence[NewMessage]]]
+    ) -> list[list[int]]:
+        """`append_messages` for several sessions in one transaction (all or nothing)."""
         now = self._clock()
         async with self._db.transaction() as conn:
-            if processed_update and not await mark_processed(conn, *processed_update, now):
-                return []  # a redelivery: the first delivery's rows are already stored
-            cur = await conn.execute(
-                "UPDATE sessions SET active_tokens = active_tokens + ?,"
-                " active_messages = active_messages + ?, last_activity_at = ? WHERE id = ?",
-                (sum(m.tokens for m in messages), len(messages), now, session_id),
-            )
-            if cur.rowcount != 1:
-                raise SessionNotFound(session_id)
-            base = await max_seq(conn, session_id)
-            await conn.executemany(
-                rows.INSERT_MESSAGE_SQL,
-                [
-                    rows.message_params(m, session_id, base + i + 1, now)
-                    for i, m in enumerate(messages)
-                ],
-            )
-            found = await conn.execute_fetchall(
-                "SELECT id FROM messages WHERE session_id = ? AND seq > ? ORDER BY seq",
-                (session_id, base),
-            )
-        return [r[0] for r in found]
+            return [await _append(conn, sid, messages, now) for sid, messages in items]
 
     async def load_active(self, session_id: int) -> list[StoredMessage]:
         found = await self._db.fetchall(
             "SELECT * FROM messages WHERE session_id = ? AND active = 1 ORDER BY seq", (session_id,)
         )
         return [rows.message_from_row(r) for r in found]
+
+    async def load_appended(
+        self, session_id: int, after_id: int, version: int
+    ) -> list[StoredMessage] | None:
+        # One statement, so the rows and the version come from the same snapshot.
+        found = await self._db.fetchall(_APPENDED_SQL, (after_id, session_id))
+        if not found:
+            raise SessionNotFound(session_id)
+        if found[0]["current_version"] != version:
+            return None
+        return [rows.message_from_row(r) for r in found if r["id"] is not None]
 
     async def load_history(
         self, chat_key: str, *, include_archived: bool = True
@@ -304,6 +294,13 @@ class SqliteStore(CompactionWrites, Bookkeeping, DeadLetters):
         return int(found[0][0]), int(found[0][1])
 
 
+# The session row always comes back (with NULL message columns when nothing is new); the
+# (session_id, active, id) index makes this a range scan over the new rows only.
+_APPENDED_SQL = (
+    "SELECT s.version AS current_version, m.* FROM sessions s"
+    " LEFT JOIN messages m ON m.session_id = s.id AND m.active = 1 AND m.id > ?"
+    " WHERE s.id = ? ORDER BY m.seq"
+)
 _HIT_COLUMNS = (
     "m.id, m.session_id, m.role, m.author_name, m.content, m.content_format, m.created_at, m.active"
 )
@@ -317,3 +314,27 @@ _LIKE_SEARCH_SQL = (
     " WHERE s.chat_key = ? AND (m.content LIKE ? ESCAPE '\\' OR m.tool_calls LIKE ? ESCAPE '\\')"
     " ORDER BY m.id DESC LIMIT ?"
 )
+
+
+async def _append(
+    conn: aiosqlite.Connection, session_id: int, messages: Sequence[NewMessage], now: float
+) -> list[int]:
+    if not messages:
+        return []
+    cur = await conn.execute(
+        "UPDATE sessions SET active_tokens = active_tokens + ?,"
+        " active_messages = active_messages + ?, last_activity_at = ? WHERE id = ?",
+        (sum(m.tokens for m in messages), len(messages), now, session_id),
+    )
+    if cur.rowcount != 1:
+        raise SessionNotFound(session_id)
+    base = await max_seq(conn, session_id)
+    await conn.executemany(
+        rows.INSERT_MESSAGE_SQL,
+        [rows.message_params(m, session_id, base + i + 1, now) for i, m in enumerate(messages)],
+    )
+    found = await conn.execute_fetchall(
+        "SELECT id FROM messages WHERE session_id = ? AND seq > ? ORDER BY seq",
+        (session_id, base),
+    )
+    return [r[0] for r in found]

@@ -1,0 +1,86 @@
+"""Token counts for one compress() call: the store's counts, carried through the phases' copies.
+
+Phases copy message dicts (`dict(m)`) and replace a value only where they change the message,
+so a copy whose values are the very objects of a counted message has that message's count.
+Only what a phase really changed, or a message nobody counted, goes to the tokenizer.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from compression.tokens import MessageCounter
+
+Message = Mapping[str, Any]
+
+
+class TokenCountsError(ValueError):
+    """`token_counts` does not fit the messages it was given with."""
+
+
+def input_counts(
+    messages: Sequence[Message], token_counts: Sequence[int] | None, counter: MessageCounter
+) -> list[int]:
+    """One count per message: the caller's, checked, or each message counted once."""
+    if token_counts is None:
+        return [counter.count_message(m) for m in messages]
+    counts = list(token_counts)
+    if len(counts) != len(messages):
+        raise TokenCountsError(
+            f"token_counts has {len(counts)} entries for {len(messages)} messages"
+        )
+    # set(map(type, ...)) checks 50,000 counts in C; the loop below only runs to name the culprit.
+    if counts and (set(map(type, counts)) != {int} or min(counts) < 0):
+        for index, count in enumerate(counts):
+            if type(count) is not int or count < 0:
+                raise TokenCountsError(f"token_counts[{index}] is {count!r}, not a count >= 0")
+    return counts
+
+
+def same_values(copy: Message, source: Message) -> bool:
+    """True when `copy` holds the very objects `source` holds for every counted value
+    (SPEC 5: content, tool-call envelopes, name, tool call id)."""
+    # Spelled out: this runs once per message of the transcript, a generator costs 3x as much.
+    return (
+        copy.get("content") is source.get("content")
+        and copy.get("tool_calls") is source.get("tool_calls")
+        and copy.get("name") is source.get("name")
+        and copy.get("tool_call_id") is source.get("tool_call_id")
+    )
+
+
+def recounted(
+    messages: Sequence[Message],
+    counts: Sequence[int],
+    changed: Iterable[int],
+    counter: MessageCounter,
+) -> list[int]:
+    """`counts` with the messages at the `changed` positions counted afresh."""
+    out = list(counts)
+    for index in changed:
+        out[index] = counter.count_message(messages[index])
+    return out
+
+
+def total_of(
+    messages: Sequence[Message],
+    known: Sequence[Message],
+    known_counts: Sequence[int],
+    counter: MessageCounter,
+) -> int:
+    """Tokens of `messages`, each a copy of one of `known` (found by its values) or counted."""
+    # Keyed by the identity of the values, which `known` keeps alive for the whole call. Two
+    # known messages sharing both objects keep the first; a copy of the second is recounted.
+    by_values: dict[tuple[int, int], tuple[Message, int]] = {}
+    for message, count in zip(known, known_counts, strict=True):
+        key = (id(message.get("content")), id(message.get("tool_calls")))
+        by_values.setdefault(key, (message, count))
+    total = 0
+    for message in messages:
+        found = by_values.get((id(message.get("content")), id(message.get("tool_calls"))))
+        if found is not None and same_values(message, found[0]):
+            total += found[1]
+        else:
+            total += counter.count_message(message)
+    return total

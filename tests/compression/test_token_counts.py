@@ -1,0 +1,109 @@
+"""compress(token_counts=...): the store's counts are used; stored text is not re-tokenized."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Mapping
+from typing import Any
+
+import pytest
+
+from compression import CompressorConfig, ContextCompressor
+from compression.message_counts import TokenCountsError
+from compression.tokens import TokenCounter
+from tests.compression.scripted import PerfectSummarizer, group_chat, system, tool_round, user
+
+CONFIG = CompressorConfig(context_length=8_000, protect_last_n=6)
+LONG_RESULT = "\n".join(f"row {i}: all green, nothing to report" for i in range(40))
+
+
+class RecordingCounter:
+    """A real counter that records every message and text it is asked to count."""
+
+    def __init__(self) -> None:
+        self._inner = TokenCounter(None, cache_entries=0)
+        self.messages: list[Mapping[str, Any]] = []
+        self.texts: list[str] = []
+
+    def count_text(self, text: str) -> int:
+        self.texts.append(text)
+        return self._inner.count_text(text)
+
+    def count_message(self, message: Mapping[str, Any]) -> int:
+        self.messages.append(message)
+        return self._inner.count_message(message)
+
+
+def _chat() -> list[dict[str, Any]]:
+    chat = [system(), *group_chat(14, filler=6)]
+    rounds = tool_round(["c1"], name="read_file", args={"path": "a.py"}, result=LONG_RESULT)
+    return [*chat[:6], *rounds, *chat[6:], user("Alice", "what did we decide?")]
+
+
+def _stored_counts(messages: list[dict[str, Any]]) -> list[int]:
+    counter = TokenCounter(None, cache_entries=0)
+    return [counter.count_message(m) for m in messages]
+
+
+def _same_values(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
+    return all(a.get(k) is b.get(k) for k in ("content", "tool_calls", "name", "tool_call_id"))
+
+
+async def test_stored_messages_are_not_tokenized_when_counts_are_given() -> None:
+    chat = _chat()
+    counter = RecordingCounter()
+    compressor = ContextCompressor(CONFIG, PerfectSummarizer(), counter=counter)
+    result = await compressor.compress(chat, token_counts=_stored_counts(chat))
+    assert result.outcome == "compressed"
+    recounted = [m for m in counter.messages if any(_same_values(m, s) for s in chat)]
+    assert recounted == []
+    # What it did count is new text only: the summary, the noted prompt, the pruned result.
+    assert 0 < len(counter.messages) <= 4
+
+
+async def test_without_counts_each_message_is_counted_once() -> None:
+    chat = _chat()
+    counter = RecordingCounter()
+    result = await ContextCompressor(CONFIG, PerfectSummarizer(), counter=counter).compress(chat)
+    assert result.outcome == "compressed"
+    copies = Counter(
+        index for m in counter.messages for index, s in enumerate(chat) if _same_values(m, s)
+    )
+    assert sorted(copies) == list(range(len(chat)))
+    assert set(copies.values()) == {1}
+
+
+async def test_counts_given_or_counted_give_the_same_result() -> None:
+    chat = _chat()
+    counted = await ContextCompressor(CONFIG, PerfectSummarizer()).compress(chat)
+    given = await ContextCompressor(CONFIG, PerfectSummarizer()).compress(
+        chat, token_counts=_stored_counts(chat)
+    )
+    assert given.messages == counted.messages
+    assert (given.tokens_before, given.tokens_after) == (
+        counted.tokens_before,
+        counted.tokens_after,
+    )
+
+
+async def test_the_callers_counts_are_the_ones_used() -> None:
+    chat = _chat()
+    doubled = [2 * n for n in _stored_counts(chat)]
+    result = await ContextCompressor(CONFIG, PerfectSummarizer()).compress(
+        chat, token_counts=doubled
+    )
+    assert result.tokens_before == sum(doubled)
+
+
+@pytest.mark.parametrize(
+    "counts",
+    [lambda n: [1] * (n - 1), lambda n: [1] * (n - 1) + [-1], lambda n: [True] * n],
+    ids=["too_short", "negative", "bool"],
+)
+async def test_counts_that_do_not_fit_are_refused_and_change_nothing(counts: Any) -> None:
+    chat = _chat()
+    compressor = ContextCompressor(CONFIG, PerfectSummarizer())
+    before = compressor.state
+    with pytest.raises(TokenCountsError):
+        await compressor.compress(chat, token_counts=counts(len(chat)))
+    assert compressor.state == before
