@@ -89,7 +89,7 @@ async def test_metrics_count_exactly_what_the_run_did(bot: Running) -> None:
     sends = len(tg.calls_to("sendMessage"))
     tg.push_update(tg.group_message("and the date?", mention_bot=True))
     await until(lambda: len(tg.calls_to("sendMessage")) > sends, "the refused sendMessage")
-    await bot.app.gateway.lanes.join()
+    await bot.app.gateway.join()
 
     tg.fail_next("sendMessage", 429, "Too Many Requests: retry after 1", retry_after=1)
     tg.push_update(tg.group_message("who owns it?", mention_bot=True))
@@ -98,7 +98,7 @@ async def test_metrics_count_exactly_what_the_run_did(bot: Running) -> None:
     tg.set_chat_member(GROUP, ADMIN_ID, "administrator")
     tg.push_update(tg.group_message("/compress@compact_bot", user_id=ADMIN_ID))
     await bot.reply()
-    await bot.app.gateway.lanes.join()
+    await bot.app.gateway.join()
 
     after = await bot.scrape()
     (event,) = await store.list_compression_events(chat_key=chat)

@@ -27,13 +27,13 @@ async def chatter(app: App, adapter: RecordingAdapter, count: int, start: int = 
 
 async def compress(app: App, adapter: RecordingAdapter) -> None:
     await app.gateway.handle(group_message("/compress"), adapter)
-    await app.gateway.lanes.join()
+    await app.gateway.join()
 
 
 async def ask(app: App, adapter: RecordingAdapter, llm: FakeOpenAI, text: str) -> None:
     llm.script(Reply("noted", prompt_tokens=INEFFECTIVE_PROMPT_TOKENS))
     await app.gateway.handle(group_message(f"@bot {text}"), adapter)
-    await app.gateway.lanes.join()
+    await app.gateway.join()
 
 
 async def test_breaker_pause_is_counted_once_when_two_compactions_do_not_help(
@@ -56,7 +56,8 @@ async def test_breaker_pause_is_counted_once_when_two_compactions_do_not_help(
 
 async def test_summary_failure_cooldown_is_counted(tmp_path: Path) -> None:
     async with FakeOpenAI() as llm:
-        config = make_config(tmp_path, endpoint_env(llm.base_url, context_length=8_000))
+        # A window the chatter stays far under, so no hygiene compaction runs before /compress.
+        config = make_config(tmp_path, endpoint_env(llm.base_url, context_length=64_000))
         async with App(config) as app:
             adapter = RecordingAdapter(admins={"alice"})
             await chatter(app, adapter, 30)

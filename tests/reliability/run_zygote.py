@@ -13,13 +13,13 @@ from __future__ import annotations
 import os
 import sys
 
-import bot.service
+import bot.modes
 
 import adapters.telegram
 import bot.cli
 import scheduler.overnight
 
-PRELOADED = (adapters.telegram, bot.service, scheduler.overnight)
+PRELOADED = (adapters.telegram, bot.modes, scheduler.overnight)
 
 
 def spawn(log_path: str) -> int:

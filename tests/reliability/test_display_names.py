@@ -37,7 +37,7 @@ async def rate_limit_notice(app: App, name: str) -> str:
     adapter = RecordingAdapter()
     for i in range(2):
         await app.gateway.handle(group_message(f"@bot hi {i}", author=name), adapter)
-    await app.gateway.lanes.join()
+    await app.gateway.join()
     [notice] = [t for t in adapter.texts() if SLOW_DOWN in t]
     return notice
 

@@ -39,10 +39,10 @@ async def test_two_minute_model_hang_notices_within_the_deadline_and_answers_eve
                 await app.gateway.handle(group_message(f"@bot question {i}"), adapter)
             _, first = await asyncio.wait_for(adapter.queue.get(), HANG_SECONDS)
             first_after = time.monotonic() - started
-            await app.gateway.lanes.join()
+            await app.gateway.join()
             # The model is back: the next question is answered as usual.
             await app.gateway.handle(group_message("@bot are you back?"), adapter)
-            await app.gateway.lanes.join()
+            await app.gateway.join()
 
     texts = adapter.texts()
     assert first_after < DEADLINE_SECONDS + SLACK_SECONDS, first_after
@@ -103,7 +103,7 @@ async def test_a_turn_that_breaks_unexpectedly_still_gets_a_notice(tmp_path: Pat
         adapter = RecordingAdapter()
         for i in range(2):
             await app.gateway.handle(group_message(f"@bot question {i}"), adapter)
-        await app.gateway.lanes.join()
+        await app.gateway.join()
 
     texts = adapter.texts()
     assert len(texts) == 2 and "Your message is saved" in texts[0]
