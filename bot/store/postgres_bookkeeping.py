@@ -10,8 +10,8 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 from bot.store import rows
-from bot.store.base import CompressionEvent, Pin, UsagePurpose, UsageRow
-from bot.store.dead_letters import MAX_ERROR_CHARS, MAX_PAYLOAD_CHARS, DeadLetter
+from bot.store.base import CompressionEvent, DeadLetter, Pin, UsagePurpose, UsageRow
+from bot.store.dead_letters import MAX_ERROR_CHARS, MAX_PAYLOAD_CHARS
 from bot.store.postgres_database import PostgresDatabase, affected
 from bot.store.sqlite_writes import PROCESSED_UPDATES_KEEP_SECONDS, PRUNE_INTERVAL_SECONDS
 

@@ -10,7 +10,7 @@ from telegram import Bot, Update
 
 from adapters.telegram_ingest import UpdateIngest
 from adapters.telegram_polling import UpdatePoller
-from bot.store.dead_letters import DeadLetter
+from bot.store.base import DeadLetter
 from tests.fakes.fixtures import fake_telegram  # noqa: F401  (pytest fixture)
 from tests.fakes.telegram_server import FakeTelegram
 

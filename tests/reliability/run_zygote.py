@@ -13,10 +13,9 @@ from __future__ import annotations
 import os
 import sys
 
-import bot.modes
-
 import adapters.telegram
 import bot.cli
+import bot.modes
 import scheduler.overnight
 
 PRELOADED = (adapters.telegram, bot.modes, scheduler.overnight)

@@ -45,14 +45,20 @@ async def test_working_set_equals_a_fresh_load_after_a_compaction_commit(
 
 
 async def test_a_compaction_by_another_connection_invalidates_the_copy(
-    store: SqliteStore, tmp_path: Path, clock: ManualClock
+    tmp_path: Path, clock: ManualClock
 ) -> None:
+    # Two connections to one SQLite file stand for two processes.
+    async with SqliteStore(tmp_path / "shared.db", clock=clock) as store:
+        await _compacted_behind_our_back(store, tmp_path / "shared.db", clock)
+
+
+async def _compacted_behind_our_back(store: SqliteStore, path: Path, clock: ManualClock) -> None:
     session = await store.active_session("console:room")
     ids = await store.append_messages(session.id, [user(f"m{n}") for n in range(4)])
     ws = WorkingSet(store)
     await _view(ws, store, session.id)
     # Another process (the operator CLI) compacts to the same row count behind our back.
-    async with SqliteStore(tmp_path / "store.db", clock=clock) as other:
+    async with SqliteStore(path, clock=clock) as other:
         fresh = await other.get_session(session.id)
         stale_count = fresh.active_messages
         commit = await other.archive_and_compact(
