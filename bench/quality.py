@@ -51,6 +51,16 @@ def small_room() -> Workload:
     return chat_room(12, 700, 5, per_kind=3, tool_output_chars=(300, 2_000))
 
 
+def special_rooms(plan: Plan) -> list[Workload]:
+    """Every planted line labelled ("FACT:", "RULE:", "Note:"), and a long session whose items
+    are all planted in its first tenth."""
+    seed = plan.seeds[0]
+    return [
+        chat_room(12, plan.human_messages, seed, per_kind=plan.per_kind, labels=True),
+        chat_room(12, 2 * plan.human_messages, seed, per_kind=plan.per_kind, early_share=0.10),
+    ]
+
+
 FULL = Plan(seeds=(1, 2, 3), human_messages=2_400, per_kind=6)
 QUICK = Plan(seeds=(1,), human_messages=1_400, per_kind=4)
 
@@ -144,7 +154,7 @@ async def run(quick: bool = False) -> tuple[Section, dict[str, list[Run]]]:
         chat_room(people, plan.human_messages, seed, per_kind=plan.per_kind)
         for seed in plan.seeds
         for people in ROOMS
-    ]
+    ] + special_rooms(plan)
     for workload in workloads:
         runs += await run_workload(workload)
     grouped = by_strategy(runs)

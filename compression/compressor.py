@@ -10,23 +10,21 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from compression import breaker
-from compression.assemble import assemble
+from compression.assemble import COMPACTION_NOTE, assemble
 from compression.boundaries import Boundaries, plan_boundaries
-from compression.deterministic import deterministic_summary
 from compression.engine import ContextEngine
+from compression.fold import Ask, Folded, Span, extract_all, fold
 from compression.handoff import take_handoffs
+from compression.memory import Memory, apply_update
+from compression.memory_format import format_current, parse_reply
+from compression.memory_render import render_memory
 from compression.prune import prune
 from compression.redact import redact
 from compression.result import CompressionResult, Outcome
-from compression.state import CompressorState, CooldownCause
-from compression.summarizer import (
-    Summarizer,
-    SummaryAuthError,
-    SummaryNetworkError,
-    SummaryRequest,
-)
-from compression.summary_input import derive_focus, participants, summary_turns
-from compression.template import ensure_pins
+from compression.state import CompressorState
+from compression.summarizer import Summarizer
+from compression.summary_input import derive_focus, summary_turns
+from compression.template import SUMMARY_END_MARKER, SUMMARY_PREFIX, ensure_pins, pin_lines
 from compression.thresholds import CompressorConfig
 from compression.tokens import counter_for
 
@@ -35,18 +33,13 @@ from compression.tokens import counter_for
 SUMMARY_PROMPT_OVERHEAD_TOKENS = 1_200
 INPUT_SAFETY_MARGIN = 0.85
 MIN_SUMMARY_INPUT_CHARS = 4_000
-MAX_SUMMARY_INPUT_CHARS = 160_000
+# The current entries shown to the summarizer take at most this share of its input room.
+MEMORY_INPUT_SHARE = 0.25
+MEMORY_GROWTH_CHARS = 2_000
+# SPEC 6.9: the extractor's summary is at most 8,000 characters.
+EXTRACTED_MAX_CHARS = 8_000
 
 log = logging.getLogger(__name__)
-
-# asyncio.TimeoutError is TimeoutError since 3.11; raw transport errors from any summarizer
-# mean "could not reach it", which must keep the transcript (Hermes #29559).
-NETWORK_ERRORS: tuple[type[BaseException], ...] = (
-    SummaryNetworkError,
-    ConnectionError,
-    TimeoutError,
-)
-ERROR_TEXT_CHARS = 200
 
 Messages = Sequence[Mapping[str, Any]]
 
@@ -56,6 +49,7 @@ class _Plan:
     working: list[dict[str, Any]]
     previous_summary: str | None
     boundaries: Boundaries
+    origin: list[int]  # index in the caller's list of each working message
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,6 +57,7 @@ class _Summary:
     body: str | None
     outcome: Outcome
     error: str | None = None
+    memory: Memory | None = None
 
 
 class ContextCompressor(ContextEngine):
@@ -75,10 +70,13 @@ class ContextCompressor(ContextEngine):
         *,
         state: CompressorState | None = None,
         clock: Callable[[], float] = time.time,
+        memory: Memory | None = None,
     ) -> None:
         self._config = config
         self._summarizer = summarizer
         self._state = state or CompressorState()
+        self._memory = memory or Memory()
+        self._wrapper: int | None = None
         self._clock = clock
         self._counter = counter_for(config.model)
         self._counts: dict[int, int] = {}
@@ -91,6 +89,10 @@ class ContextCompressor(ContextEngine):
     @property
     def state(self) -> CompressorState:
         return self._state
+
+    @property
+    def memory(self) -> Memory:
+        return self._memory
 
     @property
     def threshold_tokens(self) -> int:
@@ -125,6 +127,7 @@ class ContextCompressor(ContextEngine):
 
     def on_session_reset(self) -> None:
         self._state = CompressorState()
+        self._memory = Memory()
 
     def should_compress(self, prompt_tokens: int | None = None) -> bool:
         """True when automatic compaction should run; the -1 sentinel means "wait"."""
@@ -159,11 +162,22 @@ class ContextCompressor(ContextEngine):
         focus_topic: str | None = None,
         force: bool = False,
         pins: Sequence[str] = (),
+        urgent: bool = False,
+        memory: Memory | None = None,
+        kinds: Sequence[str] | None = None,
+        message_ids: Sequence[str | int | None] | None = None,
+        reread: Mapping[str, Mapping[str, Any]] | None = None,
     ) -> CompressionResult:
         """Compact `messages`; never raises for summarizer failures, never mutates the input.
 
         `current_tokens` is accepted for API stability; decisions use local counts only.
+        `memory` is the session's memory (default: this compressor's own); `kinds` marks the
+        caller's summary rows ("summary"), so no text is taken for one by its wording;
+        `message_ids` are the sources recorded in the memory; `reread` holds the archived
+        messages of `memory.reread`, read again by the summarizer (SPEC 6.11).
         """
+        if memory is not None:
+            self._memory = memory
         now = self._clock()
         # One count per message object per call: the plan, the middle and the output share
         # most dicts, and ids are stable while the call holds them.
@@ -173,21 +187,23 @@ class ContextCompressor(ContextEngine):
             self._state = breaker.lift_cooldown(self._state)
         elif breaker.is_paused(self._state, now):
             return self._unchanged(messages, before, "noop", "breaker paused", strike=False)
-        plan = self._plan(messages)
+        plan = self._plan(messages, kinds)
         if plan.boundaries.empty:
             return self._unchanged(messages, before, "noop", "nothing to compress", strike=True)
         start, end = plan.boundaries.start, plan.boundaries.end
         pruned = prune(plan.working, end)
         middle = pruned[start:end]
-        request = self._request(plan, middle, focus_topic, pins, now)
-        summary = await self._summarise(request, force, now)
-        if summary.body is None:
+        ids = [_source_id(message_ids, plan.origin[i]) for i in range(start, end)]
+        span = Span(summary_turns(middle), ids)
+        summary = await self._summarise(plan, span, reread, focus_topic, pins, force, urgent, now)
+        if summary.body is None or summary.memory is None:
             return self._unchanged(messages, before, "aborted", summary.error, strike=False)
         body = ensure_pins(summary.body, tuple(pins))
         output = assemble(pruned[:start], body, pruned[end:])
         after = self._count(output)
         if after >= before:
             return self._unchanged(messages, before, "noop", "summary not smaller", strike=True)
+        self._memory = summary.memory
         return self._completed(output, body, summary, before, after, end - start, now)
 
     def _count_one(self, message: Mapping[str, Any]) -> int:
@@ -200,8 +216,9 @@ class ContextCompressor(ContextEngine):
     def _count(self, messages: Sequence[Mapping[str, Any]]) -> int:
         return sum(self._count_one(m) for m in messages)
 
-    def _plan(self, messages: Messages) -> _Plan:
-        handoff = take_handoffs(messages)
+    def _plan(self, messages: Messages, kinds: Sequence[str] | None = None) -> _Plan:
+        flags = [kind == "summary" for kind in kinds] if kinds is not None else None
+        handoff = take_handoffs(messages, flags)
         working = handoff.messages
         # A summary in the transcript means a compaction already ran, also before a restart:
         # the head decays (#11996) and that summary is the one to update. Without one, a
@@ -211,85 +228,126 @@ class ContextCompressor(ContextEngine):
             budget=self.tail_token_budget,
             protect_first_n=self._config.protect_first_n,
             protect_last_n=self._config.protect_last_n,
-            decayed=bool(handoff.bodies),
+            decayed=bool(handoff.bodies) or bool(self._memory.entries),
             tokens=[self._count_one(m) for m in working],
         )
-        return _Plan(working, handoff.previous_summary, boundaries)
+        return _Plan(working, handoff.previous_summary, boundaries, handoff.origin)
 
-    def _request(
+    async def _summarise(
         self,
         plan: _Plan,
-        middle: list[dict[str, Any]],
+        span: Span,
+        reread: Mapping[str, Mapping[str, Any]] | None,
         focus_topic: str | None,
         pins: Sequence[str],
+        force: bool,
+        urgent: bool,
         now: float,
-    ) -> SummaryRequest:
-        focus = focus_topic if focus_topic and focus_topic.strip() else derive_focus(plan.working)
-        previous = redact(plan.previous_summary) if plan.previous_summary else None
-        middle_tokens = self._count(middle)
-        budget = self._config.summary_budget(middle_tokens)
-        chars_per_token = _chars_per_token(middle, middle_tokens)
-        return SummaryRequest(
-            turns=summary_turns(
-                middle, max_chars=self._input_chars(budget, previous, chars_per_token)
-            ),
-            previous_summary=previous,
-            focus_topic=redact(focus) if focus else None,
-            budget_tokens=budget,
-            today=dt.datetime.fromtimestamp(now, tz=dt.UTC).date(),
-            participants=tuple(participants(middle)),
-            pins=tuple(pins),
+    ) -> _Summary:
+        """Fold the span into the memory and render it; `body` None means abort."""
+        memory = self._memory
+        if not memory.entries and plan.previous_summary:
+            # A summary from before the memory existed (or from a caller without one).
+            legacy = parse_reply(redact(plan.previous_summary), [], [], _today(now))
+            memory = apply_update(memory, legacy) if legacy else memory
+        span_tokens = self._count(span.turns) + sum(
+            self._counter.count_text(b) for b in (plan.previous_summary or "",) if b
         )
-
-    def _input_chars(self, budget_tokens: int, previous: str | None, chars_per_token: float) -> int:
-        """Bound the turns so prompt + previous summary + answer fit the summary model's window."""
-        room = (
-            self._config.context_length
-            - budget_tokens
-            - SUMMARY_PROMPT_OVERHEAD_TOKENS
-            - (self._counter.count_text(previous) if previous else 0)
+        budget = self._config.summary_budget(span_tokens)
+        folded = await self._fold(memory, plan, span, reread, focus_topic, pins, force, urgent,
+                                  budget, now)  # fmt: skip
+        if folded.memory is None:
+            return _Summary(None, "aborted", folded.error)
+        extracted = self._summarizer is None or folded.extracted
+        # Never more than half the span it replaces, wrapper included, so a compaction saves.
+        room = min(budget, span_tokens // 2) - self._wrapper_tokens
+        rendered = render_memory(
+            folded.memory,
+            budget_tokens=max(0, room),
+            count_tokens=self._counter.count_text,
+            unavailable=self._summarizer is not None and folded.extracted,
+            max_chars=EXTRACTED_MAX_CHARS if extracted else None,
+            reserved_tokens=self._counter.count_text("\n".join(pin_lines(pins))),
         )
-        chars = int(room * chars_per_token * INPUT_SAFETY_MARGIN)
-        return max(MIN_SUMMARY_INPUT_CHARS, min(MAX_SUMMARY_INPUT_CHARS, chars))
+        return _Summary(rendered.body, folded.outcome, folded.error, folded.memory)
 
-    async def _summarise(self, request: SummaryRequest, force: bool, now: float) -> _Summary:
-        """The summary body and its outcome; `body` None means abort and keep the transcript."""
+    async def _fold(
+        self,
+        memory: Memory,
+        plan: _Plan,
+        span: Span,
+        reread: Mapping[str, Mapping[str, Any]] | None,
+        focus_topic: str | None,
+        pins: Sequence[str],
+        force: bool,
+        urgent: bool,
+        budget: int,
+        now: float,
+    ) -> Folded:
+        today = _today(now)
         if self._summarizer is None:
-            return _Summary(deterministic_summary(request, unavailable=False), "compressed")
+            return Folded(extract_all(memory, [span], today), "compressed", extracted=True)
         state = self._state
+        cause = state.cooldown_cause
         if not force and breaker.in_cooldown(state, now):
             # A failing summarizer is not called again until its cooldown ends (Hermes #11529).
-            if state.cooldown_cause in ("auth", "network") or self._config.abort_on_summary_failure:
-                return _Summary(
-                    None, "aborted", f"summarizer cooling down ({state.cooldown_cause})"
-                )
-            return _Summary(deterministic_summary(request, unavailable=True), "fallback")
-        cause: CooldownCause
-        try:
-            text = await self._summarizer.summarize(request)
-        except SummaryAuthError as exc:
-            cause, error = "auth", _describe(exc)
-        except NETWORK_ERRORS as exc:
-            cause, error = "network", _describe(exc)
-        except Exception as exc:  # any other summarizer bug degrades to the deterministic summary
-            cause, error = "other", _describe(exc)
-        else:
-            body = redact(text).strip() if isinstance(text, str) else ""
-            if body:
-                self._state = breaker.reset_failures(state)
-                return _Summary(body, "compressed")
-            # A proxy answering 200 with empty content must not wipe the middle (#11978).
-            cause, error = "other", "summarizer returned an empty summary"
-        self._state = breaker.arm_cooldown(state, now, cause)
-        log.warning(
-            "summarizer failed session=%s cause=%s streak=%d",
-            self._session_id,
-            cause,
-            self._state.failure_streak,
+            waits = cause in ("transient", "network") and not urgent
+            if cause == "auth" or waits or self._config.abort_on_summary_failure:
+                return Folded(None, "aborted", f"summarizer cooling down ({cause})")
+            memory = extract_all(memory, [span], today)
+            if cause in ("transient", "network"):
+                memory = memory.with_reread(i for i in span.ids if i)
+            return Folded(memory, "fallback", extracted=True)
+        focus = focus_topic if focus_topic and focus_topic.strip() else derive_focus(plan.working)
+        chars_per_token = _chars_per_token(span.turns, self._count(span.turns))
+        room = self._input_chars(budget, chars_per_token)
+        pending = [(i, reread[i]) for i in memory.reread if reread and i in reread]
+        again = Span(summary_turns([m for _, m in pending]), [i for i, _ in pending])
+        memory_chars = int(room * MEMORY_INPUT_SHARE)
+        shown = format_current(memory, max_chars=memory_chars) or ""
+        # Room for entries learnt in this compaction's earlier chunks, within the share.
+        memory_room = min(memory_chars, len(shown) + MEMORY_GROWTH_CHARS)
+        ask = Ask(
+            redact(focus) if focus else None,
+            budget,
+            today,
+            tuple(pins),
+            input_chars=max(MIN_SUMMARY_INPUT_CHARS, room - memory_room),
+            memory_chars=memory_room,
         )
-        if cause != "other" or self._config.abort_on_summary_failure:
-            return _Summary(None, "aborted", error)
-        return _Summary(deterministic_summary(request, unavailable=True), "fallback", error)
+        folded = await fold(
+            self._summarizer,
+            memory,
+            again if pending else None,
+            span,
+            ask,
+            urgent=urgent,
+            abort_on_failure=self._config.abort_on_summary_failure,
+        )
+        if folded.cause is None:
+            self._state = breaker.reset_failures(state)
+        else:
+            self._state = breaker.arm_cooldown(state, now, folded.cause)
+            log.warning(
+                "summarizer failed session=%s cause=%s streak=%d",
+                self._session_id,
+                folded.cause,
+                self._state.failure_streak,
+            )
+        return folded
+
+    @property
+    def _wrapper_tokens(self) -> int:
+        """The summary prefix, end marker and one-time compaction note around the body."""
+        if self._wrapper is None:
+            framing = f"{SUMMARY_PREFIX}\n\n{SUMMARY_END_MARKER}\n\n{COMPACTION_NOTE}"
+            self._wrapper = self._counter.count_text(framing)
+        return self._wrapper
+
+    def _input_chars(self, budget_tokens: int, chars_per_token: float) -> int:
+        """Chars of turns and entries per call, so prompt and answer fit the summary model."""
+        room = self._config.context_length - budget_tokens - SUMMARY_PROMPT_OVERHEAD_TOKENS
+        return max(MIN_SUMMARY_INPUT_CHARS, int(room * chars_per_token * INPUT_SAFETY_MARGIN))
 
     def _unchanged(
         self,
@@ -360,6 +418,7 @@ class ContextCompressor(ContextEngine):
             messages_summarised=summarised,
             cooldown_until=self._cooldown_until(now),
             paused_until=self._new_pause(was_paused, now),
+            memory=summary.memory,
         )
 
     def _cooldown_until(self, now: float) -> float | None:
@@ -378,9 +437,14 @@ def _prompt_tokens(usage: Any) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) else 0
 
 
-def _describe(exc: BaseException) -> str:
-    """A short error for the result; redacted because SDK errors may echo a key fragment."""
-    return redact(f"{type(exc).__name__}: {exc}")[:ERROR_TEXT_CHARS]
+def _today(now: float) -> dt.date:
+    return dt.datetime.fromtimestamp(now, tz=dt.UTC).date()
+
+
+def _source_id(ids: Sequence[str | int | None] | None, index: int) -> str | None:
+    if ids is None or index >= len(ids) or ids[index] is None:
+        return None
+    return str(ids[index])
 
 
 def _chars_per_token(messages: Sequence[dict[str, Any]], tokens: int) -> float:

@@ -1,7 +1,9 @@
-"""Summaries that earlier compactions left in a transcript, found by their prefix (SPEC 6.3).
+"""Summaries that earlier compactions left in a transcript (SPEC 6.3, 6.9).
 
-Recognising them by content, not by metadata, is what makes a restart or a reload from the
-database see them too; merged ones are unwrapped so the genuine text inside survives (#47274).
+A caller that stores messages says which rows are its summaries (`flags`, from the stored
+kind), so no member can forge one by its wording; without flags (a library caller handing
+back the compressor's own output) they are found by their prefix. Merged ones are unwrapped
+so the genuine text inside survives (#47274).
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ class Handoff:
 
     messages: list[dict[str, Any]]
     bodies: tuple[str, ...]
+    origin: list[int]  # index in the input of each kept message
 
     @property
     def previous_summary(self) -> str | None:
@@ -27,19 +30,26 @@ class Handoff:
         return joined or None
 
 
-def take_handoffs(messages: Sequence[Mapping[str, Any]]) -> Handoff:
+def take_handoffs(
+    messages: Sequence[Mapping[str, Any]], flags: Sequence[bool] | None = None
+) -> Handoff:
     """Remove standalone summaries and unwrap merged ones; the input is not modified."""
     kept: list[dict[str, Any]] = []
     bodies: list[str] = []
-    for message in messages:
-        if role_of(message) == "system" or not is_summary_message(message):
+    origin: list[int] = []
+    for index, message in enumerate(messages):
+        flagged = flags[index] if flags is not None and index < len(flags) else None
+        summary = is_summary_message(message) if flagged is None else flagged
+        if role_of(message) == "system" or not summary:
             kept.append(dict(message))
+            origin.append(index)
             continue
         bodies.append(summary_body(text_of(message)))
         restored = _without_summary(message)
         if restored is not None:
             kept.append(restored)
-    return Handoff(kept, tuple(bodies))
+            origin.append(index)
+    return Handoff(kept, tuple(bodies), origin)
 
 
 def _without_summary(message: Mapping[str, Any]) -> dict[str, Any] | None:
