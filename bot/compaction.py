@@ -14,6 +14,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from bot.memory_inputs import memory_inputs
 from bot.store.base import (
     CompactionCommit,
     CompressionEvent,
@@ -77,6 +78,7 @@ class _Job:
     focus: str | None
     compressor: ContextCompressor | None
     upto_id: int | None
+    urgent: bool = False
 
 
 def new_lock_holder(purpose: str) -> str:
@@ -125,11 +127,13 @@ class SessionCompactor:
         focus: str | None = None,
         compressor: ContextCompressor | None = None,
         upto_id: int | None = None,
+        urgent: bool = False,
     ) -> CompactionReport:
         """Compress the active transcript up to row `upto_id` (default: all of it).
 
         Rows after it, and rows stored while the summary is written, stay live after the
-        compacted set. A failure leaves the transcript exactly as it was.
+        compacted set. A failure leaves the transcript exactly as it was. `urgent`: the caller
+        cannot wait for a summarizer that is rate limited (SPEC 6.4).
         """
         holder = new_lock_holder(trigger)
         started = self._clock()
@@ -150,7 +154,7 @@ class SessionCompactor:
             session = await self._store.get_session(session_id)
             report = await self._compact_locked(
                 session,
-                _Job(trigger, settings, system_prompt, force, focus, compressor, upto_id),
+                _Job(trigger, settings, system_prompt, force, focus, compressor, upto_id, urgent),
             )
             return report
         except Exception as exc:
@@ -182,8 +186,14 @@ class SessionCompactor:
             {"role": "system", "content": job.system_prompt},
             *(m.to_openai() for m in considered),
         ]
+        memory = await self._store.load_memory(session.id)
         result = await compressor.compress(
-            messages, focus_topic=job.focus, force=job.force, pins=pins
+            messages,
+            focus_topic=job.focus,
+            force=job.force,
+            pins=pins,
+            urgent=job.urgent,
+            **await memory_inputs(self._store, session.id, memory, considered),
         )
         await self._record_usage(session.chat_key, own_usage)
         outcome: str = result.outcome
@@ -223,7 +233,7 @@ class SessionCompactor:
         if out and out[0].get("role") == "system":
             new_system = content_text(out.pop(0).get("content"))
         rows = _to_rows(out, originals, self._counter)
-        commit = await self._store.archive_and_compact(session, rows, watermark)
+        commit = await self._store.archive_and_compact(session, rows, watermark, result.memory)
         if commit is None:
             log.warning(
                 "compaction lost the fence (chat=%s session=%d)", session.chat_key, session.id
@@ -299,14 +309,16 @@ def _to_rows(
     rows = []
     for message in messages:
         original = by_print.get(_fingerprint(message))
+        # A row carried over verbatim keeps its stored kind: a member's text that merely looks
+        # like a summary never becomes one (SPEC 6.9). Only rows the compressor wrote are new.
+        kind: MessageKind = original.kind if original is not None else "message"
         if original is None:
             # A summary merged into a carried message keeps that message's author.
             prior = unwrap_merged(content_text(message.get("content")))
             if prior is not None:
                 original = by_print.get(_fingerprint({**message, "content": prior}))
-        kind: MessageKind = (
-            "summary" if is_summary_text(content_text(message.get("content"))) else "message"
-        )
+            if is_summary_text(content_text(message.get("content"))):
+                kind = "summary"
         extra: dict[str, Any] = {}
         if original is not None:
             extra = {
@@ -315,8 +327,6 @@ def _to_rows(
                 "platform_message_id": original.platform_message_id,
                 "created_at": original.created_at,
             }
-            if original.kind != "message" and kind == "message":
-                kind = original.kind
         rows.append(
             NewMessage.from_openai(message, counter.count_message(message), kind=kind, **extra)
         )

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from bot.chat_settings import ChatSettings
 from bot.commands import CommandContext, parse_command, run_command
@@ -16,6 +16,7 @@ from bot.limits import RATE_WINDOW_SECONDS, NoticeGate, RateLimiter, budget_exce
 from bot.runner import TurnRequest
 from bot.services import Services
 from bot.store.base import NewMessage, SessionRecord
+from compression.forgery import neutralise
 from compression.hygiene import hygiene_reason
 
 log = logging.getLogger(__name__)
@@ -61,6 +62,10 @@ class Gateway:
 
     async def handle(self, message: InboundMessage, adapter: Adapter) -> None:
         """Store the message at once; answer it later in its chat's lane if it was addressed."""
+        # No member can forge an earlier summary, by text or by display name (SPEC 6.9).
+        message = replace(
+            message, text=neutralise(message.text), author_name=neutralise(message.author_name)
+        )
         store = self.services.store
         if message.update_id is not None and not await store.mark_update_processed(
             message.platform, message.update_id
@@ -234,6 +239,7 @@ class Gateway:
                 settings=services.compaction_settings(settings),
                 system_prompt=await services.system_prompt_for(pending.message.chat_key),
                 upto_id=pending.anchor_id,
+                urgent=reason == "hard_limit",
             )
         )
         self._background.add(task)

@@ -180,6 +180,7 @@ class AgentRunner:
             force=force,
             compressor=turn.compressor,
             upto_id=turn.anchor_id,
+            urgent=trigger == "overflow",
         )
         if report.notice:
             turn.notices.append(report.notice)

@@ -13,7 +13,7 @@ from compression.engine import (
     load_engine,
 )
 from compression.hygiene import hygiene_reason
-from compression.memory import Memory, MemoryEntry
+from compression.memory import Memory, MemoryEntry, MessageSource
 from compression.result import CompressionResult, Outcome
 from compression.state import CompressorState
 from compression.summarizer import (
@@ -37,6 +37,7 @@ __all__ = [
     "ContextEngine",
     "Memory",
     "MemoryEntry",
+    "MessageSource",
     "Outcome",
     "Summarizer",
     "SummaryAuthError",

@@ -15,7 +15,7 @@ from compression.boundaries import Boundaries, plan_boundaries
 from compression.engine import ContextEngine
 from compression.fold import Ask, Folded, Span, extract_all, fold
 from compression.handoff import take_handoffs
-from compression.memory import Memory, apply_update
+from compression.memory import Memory, MessageSource, apply_update
 from compression.memory_format import format_current, parse_reply
 from compression.memory_render import render_memory
 from compression.prune import prune
@@ -165,7 +165,7 @@ class ContextCompressor(ContextEngine):
         urgent: bool = False,
         memory: Memory | None = None,
         kinds: Sequence[str] | None = None,
-        message_ids: Sequence[str | int | None] | None = None,
+        sources: Sequence[MessageSource | None] | None = None,
         reread: Mapping[str, Mapping[str, Any]] | None = None,
     ) -> CompressionResult:
         """Compact `messages`; never raises for summarizer failures, never mutates the input.
@@ -173,8 +173,8 @@ class ContextCompressor(ContextEngine):
         `current_tokens` is accepted for API stability; decisions use local counts only.
         `memory` is the session's memory (default: this compressor's own); `kinds` marks the
         caller's summary rows ("summary"), so no text is taken for one by its wording;
-        `message_ids` are the sources recorded in the memory; `reread` holds the archived
-        messages of `memory.reread`, read again by the summarizer (SPEC 6.11).
+        `sources` (one per message) are recorded in the memory; `reread` holds the archived
+        messages of `memory.reread` by id, read again by the summarizer (SPEC 6.11).
         """
         if memory is not None:
             self._memory = memory
@@ -193,8 +193,8 @@ class ContextCompressor(ContextEngine):
         start, end = plan.boundaries.start, plan.boundaries.end
         pruned = prune(plan.working, end)
         middle = pruned[start:end]
-        ids = [_source_id(message_ids, plan.origin[i]) for i in range(start, end)]
-        span = Span(summary_turns(middle), ids)
+        origins = [plan.origin[i] for i in range(start, end)]
+        span = _span(summary_turns(middle), [_source(sources, i) for i in origins])
         summary = await self._summarise(plan, span, reread, focus_topic, pins, force, urgent, now)
         if summary.body is None or summary.memory is None:
             return self._unchanged(messages, before, "aborted", summary.error, strike=False)
@@ -441,10 +441,16 @@ def _today(now: float) -> dt.date:
     return dt.datetime.fromtimestamp(now, tz=dt.UTC).date()
 
 
-def _source_id(ids: Sequence[str | int | None] | None, index: int) -> str | None:
-    if ids is None or index >= len(ids) or ids[index] is None:
-        return None
-    return str(ids[index])
+def _source(sources: Sequence[MessageSource | None] | None, index: int) -> MessageSource | None:
+    return sources[index] if sources is not None and index < len(sources) else None
+
+
+def _span(turns: list[dict[str, Any]], sources: Sequence[MessageSource | None]) -> Span:
+    """The prepared turns with their ids, and their dates where the caller knows them."""
+    for turn, source in zip(turns, sources, strict=True):
+        if source is not None and source.at is not None:
+            turn["timestamp"] = source.at  # these are the summarizer's copies, not the output
+    return Span(turns, [source.id if source else None for source in sources])
 
 
 def _chars_per_token(messages: Sequence[dict[str, Any]], tokens: int) -> float:

@@ -57,6 +57,14 @@ class MemoryEntry:
 
 
 @dataclass(frozen=True, slots=True)
+class MessageSource:
+    """Where a message passed to `compress` is stored: its id and when it was sent."""
+
+    id: str
+    at: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class Resolution:
     """A question answered or an action item done; `target` is the entry id."""
 
@@ -92,7 +100,7 @@ class Memory:
     def current(self) -> list[MemoryEntry]:
         return [entry for entry in self.entries if entry.shown]
 
-    def counts(self) -> dict[EntryKind, int]:
+    def counts(self) -> dict[str, int]:
         """Shown entries per kind, in `ENTRY_KINDS` order, kinds with none left out."""
         found: dict[EntryKind, int] = {}
         for entry in self.entries:

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
+from compression.memory import Memory
 from compression.state import CompressorState
 
 MessageKind = Literal["message", "summary", "note"]
@@ -216,14 +217,27 @@ class Store(Protocol):
         self, chat_key: str, *, include_archived: bool = True
     ) -> list[StoredMessage]: ...
     async def archive_and_compact(
-        self, session: SessionRecord, compacted: Sequence[NewMessage], watermark: int
+        self,
+        session: SessionRecord,
+        compacted: Sequence[NewMessage],
+        watermark: int,
+        memory: Memory | None = None,
     ) -> CompactionCommit | None:
         """Archive the active rows up to and including the row `watermark` (in transcript order)
-        and insert `compacted` in their place, before the rows that came after it.
+        and insert `compacted` in their place, before the rows that came after it; `memory`
+        (SPEC 6.11) replaces the session's memory in the same transaction.
 
         Fenced on `session.version`: returns None and changes nothing if another compaction
         committed since `session` was read.
         """
+        ...
+
+    async def load_memory(self, session_id: int) -> Memory:
+        """The session's memory as the last committed compaction left it (empty before one)."""
+        ...
+
+    async def load_messages(self, session_id: int, ids: Sequence[int]) -> list[StoredMessage]:
+        """The session's rows with these ids, archived ones included, in transcript order."""
         ...
 
     async def count_archived(self, chat_key: str) -> int:

@@ -23,13 +23,21 @@ from bot.store.base import (
 )
 from bot.store.bookkeeping import Bookkeeping
 from bot.store.database import Database, one
+from bot.store.memory_rows import (
+    SELECT_ENTRIES_SQL,
+    SELECT_REREAD_SQL,
+    memory_from_rows,
+    write_memory,
+)
 from bot.store.migrations import TRIGRAM
+from compression.memory import Memory
 from compression.state import CompressorState
 
 log = logging.getLogger(__name__)
 
 TRIGRAM_MIN_CHARS = 3  # the trigram tokenizer cannot match anything shorter
 MAX_SEARCH_LIMIT = 100
+ID_BATCH = 500  # ids per IN (...) query, well under SQLite's variable limit
 
 
 class SqliteStore(Bookkeeping):
@@ -266,7 +274,11 @@ class SqliteStore(Bookkeeping):
         return int(found[0][0])
 
     async def archive_and_compact(
-        self, session: SessionRecord, compacted: Sequence[NewMessage], watermark: int
+        self,
+        session: SessionRecord,
+        compacted: Sequence[NewMessage],
+        watermark: int,
+        memory: Memory | None = None,
     ) -> CompactionCommit | None:
         sid = session.id
         now = self._clock()
@@ -326,6 +338,8 @@ class SqliteStore(Bookkeeping):
                 " WHERE id = ?",
                 (tokens, count, version, sid),
             )
+            if memory is not None:
+                await write_memory(conn, sid, memory)
         return CompactionCommit(
             archived=archived,
             inserted=len(compacted),
@@ -334,6 +348,23 @@ class SqliteStore(Bookkeeping):
             version=version,
             inserted_ids=tuple(r[0] for r in inserted),
         )
+
+    async def load_messages(self, session_id: int, ids: Sequence[int]) -> list[StoredMessage]:
+        wanted = list(dict.fromkeys(ids))
+        found = []
+        for start in range(0, len(wanted), ID_BATCH):
+            batch = wanted[start : start + ID_BATCH]
+            marks = ", ".join("?" * len(batch))
+            found += await self._db.fetchall(
+                f"SELECT * FROM messages WHERE session_id = ? AND id IN ({marks})",
+                (session_id, *batch),
+            )
+        return sorted((rows.message_from_row(r) for r in found), key=lambda m: m.id)
+
+    async def load_memory(self, session_id: int) -> Memory:
+        entries = await self._db.fetchall(SELECT_ENTRIES_SQL, (session_id,))
+        reread = await self._db.fetchall(SELECT_REREAD_SQL, (session_id,))
+        return memory_from_rows(entries, reread)
 
     async def search(self, chat_key: str, query: str, limit: int = 10) -> list[SearchHit]:
         """Messages of every session of the chat, archived included, newest first."""
