@@ -10,7 +10,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from compression import breaker
-from compression.assemble import COMPACTION_NOTE, assemble
+from compression.assemble import assemble
 from compression.boundaries import Boundaries, plan_boundaries
 from compression.engine import ContextEngine
 from compression.fold import Ask, Folded, Span, extract_all, fold
@@ -24,7 +24,7 @@ from compression.result import CompressionResult, Outcome
 from compression.state import CompressorState
 from compression.summarizer import Summarizer
 from compression.summary_input import derive_focus, summary_turns
-from compression.template import SUMMARY_END_MARKER, SUMMARY_PREFIX, ensure_pins, pin_lines
+from compression.template import ensure_pins, pin_lines
 from compression.thresholds import CompressorConfig
 from compression.tokens import counter_for
 
@@ -76,7 +76,6 @@ class ContextCompressor(ContextEngine):
         self._summarizer = summarizer
         self._state = state or CompressorState()
         self._memory = memory or Memory()
-        self._wrapper: int | None = None
         self._clock = clock
         self._counter = counter_for(config.model)
         self._counts: dict[int, int] = {}
@@ -259,8 +258,9 @@ class ContextCompressor(ContextEngine):
         if folded.memory is None:
             return _Summary(None, "aborted", folded.error)
         extracted = self._summarizer is None or folded.extracted
-        # Never more than half the span it replaces, wrapper included, so a compaction saves.
-        room = min(budget, span_tokens // 2) - self._wrapper_tokens
+        # Never more than half the span it replaces (SPEC 6.6), so a compaction saves as soon
+        # as the span outweighs the fixed framing twice over.
+        room = min(budget, span_tokens // 2)
         rendered = render_memory(
             folded.memory,
             budget_tokens=max(0, room),
@@ -335,14 +335,6 @@ class ContextCompressor(ContextEngine):
                 self._state.failure_streak,
             )
         return folded
-
-    @property
-    def _wrapper_tokens(self) -> int:
-        """The summary prefix, end marker and one-time compaction note around the body."""
-        if self._wrapper is None:
-            framing = f"{SUMMARY_PREFIX}\n\n{SUMMARY_END_MARKER}\n\n{COMPACTION_NOTE}"
-            self._wrapper = self._counter.count_text(framing)
-        return self._wrapper
 
     def _input_chars(self, budget_tokens: int, chars_per_token: float) -> int:
         """Chars of turns and entries per call, so prompt and answer fit the summary model."""

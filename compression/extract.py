@@ -86,7 +86,7 @@ def extract_update(
             ask = MemoryEntry(
                 0,
                 "topic",
-                f"{speaker} asked: {ask_text}",
+                ask_text,
                 subject=LATEST_ASK_SUBJECT,
                 speaker=speaker,
                 date=date,

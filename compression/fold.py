@@ -16,7 +16,7 @@ from typing import Any
 
 from compression.extract import extract_update
 from compression.features import text_weight
-from compression.memory import Memory, MemoryUpdate, apply_update
+from compression.memory import Memory, MemoryUpdate, apply_update, norm_subject
 from compression.memory_format import format_current, parse_reply
 from compression.redact import redact
 from compression.result import Outcome
@@ -165,12 +165,16 @@ def _backup(update: MemoryUpdate, chunk: Span, today: dt.date) -> MemoryUpdate:
     """The extractor's exact values from messages the reply did not cite: a summarizer that
     drops a value, or a newer value of a subject, cannot make the memory forget it."""
     cited = {source for entry in update.additions for source in entry.sources}
+    # A subject the reply wrote a value for is the reply's: an older value the extractor saw
+    # in the same chunk must not replace it.
+    subjects = {norm_subject(entry.subject) for entry in update.additions if entry.subject}
     extracted = extract_update(chunk.turns, chunk.ids, today=today)
     kept = tuple(
         entry
         for entry in extracted.additions
         if entry.kind in BACKED_UP_KINDS
         and not (set(entry.sources) & cited)
+        and (entry.subject is None or norm_subject(entry.subject) not in subjects)
         and text_weight(entry.text) >= BACKUP_MIN_WEIGHT
     )
     return MemoryUpdate(additions=kept)
