@@ -2,8 +2,8 @@
 
 After each kill the database is reopened in this process and checked: every message the driver
 reported as stored is there (live or archived) with its exact text, no compaction (nor its
-memory, with its supersessions) is half
-applied, running totals match a recount, the lock left behind expires, and compaction works again.
+memory, with its supersessions) is half applied, running totals match a recount, the lock left
+behind expires, and compaction works again.
 """
 
 from __future__ import annotations
