@@ -23,7 +23,7 @@ from compression.redact import redact
 from compression.result import CompressionResult, Outcome
 from compression.state import CompressorState
 from compression.summarizer import Summarizer
-from compression.summary_input import derive_focus, summary_turns
+from compression.summary_input import derive_focus
 from compression.template import ensure_pins, pin_lines
 from compression.thresholds import CompressorConfig
 from compression.tokens import counter_for
@@ -192,8 +192,10 @@ class ContextCompressor(ContextEngine):
         start, end = plan.boundaries.start, plan.boundaries.end
         pruned = prune(plan.working, end)
         middle = pruned[start:end]
-        origins = [plan.origin[i] for i in range(start, end)]
-        span = _span(summary_turns(middle), [_source(sources, i) for i in origins])
+        found = [_source(sources, plan.origin[i]) for i in range(start, end)]
+        span = Span(
+            middle, [s.id if s else None for s in found], [s.at if s else None for s in found]
+        )
         summary = await self._summarise(plan, span, reread, focus_topic, pins, force, urgent, now)
         if summary.body is None or summary.memory is None:
             return self._unchanged(messages, before, "aborted", summary.error, strike=False)
@@ -249,12 +251,14 @@ class ContextCompressor(ContextEngine):
             # A summary from before the memory existed (or from a caller without one).
             legacy = parse_reply(redact(plan.previous_summary), [], [], _today(now))
             memory = apply_update(memory, legacy) if legacy else memory
-        span_tokens = self._count(span.turns) + sum(
+        middle_tokens = self._count(span.turns)
+        span_tokens = middle_tokens + sum(
             self._counter.count_text(b) for b in (plan.previous_summary or "",) if b
         )
         budget = self._config.summary_budget(span_tokens)
+        density = _chars_per_token(span.turns, middle_tokens)
         folded = await self._fold(memory, plan, span, reread, focus_topic, pins, force, urgent,
-                                  budget, now)  # fmt: skip
+                                  budget, density, now)  # fmt: skip
         if folded.memory is None:
             return _Summary(None, "aborted", folded.error)
         extracted = self._summarizer is None or folded.extracted
@@ -282,6 +286,7 @@ class ContextCompressor(ContextEngine):
         force: bool,
         urgent: bool,
         budget: int,
+        chars_per_token: float,
         now: float,
     ) -> Folded:
         today = _today(now)
@@ -299,10 +304,10 @@ class ContextCompressor(ContextEngine):
                 memory = memory.with_reread(i for i in span.ids if i)
             return Folded(memory, "fallback", extracted=True)
         focus = focus_topic if focus_topic and focus_topic.strip() else derive_focus(plan.working)
-        chars_per_token = _chars_per_token(span.turns, self._count(span.turns))
         room = self._input_chars(budget, chars_per_token)
         pending = [(i, reread[i]) for i in memory.reread if reread and i in reread]
-        again = Span(summary_turns([m for _, m in pending]), [i for i, _ in pending])
+        again = Span([dict(m) for _, m in pending], [i for i, _ in pending],
+                     [_at(m) for _, m in pending])  # fmt: skip
         memory_chars = int(room * MEMORY_INPUT_SHARE)
         shown = format_current(memory, max_chars=memory_chars) or ""
         # Room for entries learnt in this compaction's earlier chunks, within the share.
@@ -437,12 +442,9 @@ def _source(sources: Sequence[MessageSource | None] | None, index: int) -> Messa
     return sources[index] if sources is not None and index < len(sources) else None
 
 
-def _span(turns: list[dict[str, Any]], sources: Sequence[MessageSource | None]) -> Span:
-    """The prepared turns with their ids, and their dates where the caller knows them."""
-    for turn, source in zip(turns, sources, strict=True):
-        if source is not None and source.at is not None:
-            turn["timestamp"] = source.at  # these are the summarizer's copies, not the output
-    return Span(turns, [source.id if source else None for source in sources])
+def _at(message: Mapping[str, Any]) -> float | None:
+    value = message.get("timestamp")
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
 
 
 def _chars_per_token(messages: Sequence[dict[str, Any]], tokens: int) -> float:

@@ -5,19 +5,28 @@ from __future__ import annotations
 import datetime as dt
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from functools import lru_cache
 from typing import Any
 
 from compression.features import Candidate, message_features
 from compression.memory import MemoryEntry, MemoryUpdate
 from compression.redact import redact
 from compression.salient import clip
-from compression.transcript import content_text, split_speaker, tool_call_parts, turn_date
+from compression.transcript import (
+    content_text,
+    split_speaker,
+    strip_think,
+    tool_call_parts,
+    turn_date,
+)
 
 OPEN_QUESTIONS_PER_SPAN = 5
 LATEST_ASK_MAX_CHARS = 600
 TOOL_TARGET_CHARS = 120
 ASSISTANT_MIN_WEIGHT = 3
+REDACTED_CACHE_TEXTS = 65_536
+READ_LIMIT_CHARS, READ_HEAD_CHARS, READ_TAIL_CHARS = 6_000, 4_000, 1_500
 LATEST_ASK_SUBJECT = "latest ask"
 _ERROR_WORDS = ("error", "failed", "failure", "exception", "traceback", "timed out", "fatal")
 _TARGET_KEYS = ("path", "file_path", "file", "url", "query", "q", "command", "cmd", "target")
@@ -33,10 +42,11 @@ class _Call:
 def extract_update(
     turns: Sequence[Mapping[str, Any]],
     ids: Sequence[str | None],
+    times: Sequence[float | None],
     *,
     today: dt.date,
 ) -> MemoryUpdate:
-    """Entries for the (redacted) `turns`; `ids` are their source message ids, one per turn."""
+    """Entries for `turns` (redacted here); `ids` and `times` are their sources, one per turn."""
     names = _speakers(turns)
     additions: list[MemoryEntry] = [
         MemoryEntry(0, "participant", name, speaker=name) for name in names
@@ -45,10 +55,10 @@ def extract_update(
     failed: set[str] = set()
     calls: dict[tuple[str, str], _Call] = {}
     ask: MemoryEntry | None = None
-    for turn, source in zip(turns, ids, strict=True):
+    for turn, source, at in zip(turns, ids, times, strict=True):
         sources = (source,) if source else ()
         role = turn.get("role")
-        date = turn_date(turn)
+        date = _date(at) if at is not None else turn_date(turn)
         if role == "tool":
             head = content_text(turn.get("content"))[:300].lower()
             if any(word in head for word in _ERROR_WORDS):
@@ -56,11 +66,13 @@ def extract_update(
             continue
         if role not in ("user", "assistant"):
             continue
-        text = content_text(turn.get("content"))
+        text = _readable(content_text(turn.get("content")))
         speaker = "assistant"
         if role == "user":
             name, text = split_speaker(text.lstrip())
             speaker = name or "user"
+        elif "<" in text:
+            text = strip_think(text)
         features = message_features(text, from_user=role == "user")
         for found in features.candidates:
             # The bot's own short replies ("ok, noted 9") are not what the chat said.
@@ -71,7 +83,7 @@ def extract_update(
                 MemoryEntry(
                     0,
                     "link",
-                    f"{link} (shared by {speaker})",
+                    f"{redacted(link)} (shared by {speaker})",
                     speaker=speaker,
                     date=date,
                     sources=sources,
@@ -79,7 +91,9 @@ def extract_update(
             )
         for question in features.questions:
             questions.append(
-                MemoryEntry(0, "question", question, speaker=speaker, date=date, sources=sources)
+                MemoryEntry(
+                    0, "question", redacted(question), speaker=speaker, date=date, sources=sources
+                )
             )
         if role == "user" and text.strip():
             ask_text = clip(" ".join(text.split()), LATEST_ASK_MAX_CHARS)
@@ -105,8 +119,28 @@ def extract_update(
         additions.append(MemoryEntry(0, "tool", text, date=call.date, sources=call.sources))
     additions += questions[-OPEN_QUESTIONS_PER_SPAN:]
     if ask is not None:
-        additions.append(ask)
+        additions.append(replace(ask, text=redacted(ask.text)))
     return MemoryUpdate(additions=tuple(additions))
+
+
+@lru_cache(maxsize=REDACTED_CACHE_TEXTS)
+def redacted(text: str) -> str:
+    """What the memory keeps of a line: secrets never enter it (SPEC 6.5)."""
+    return redact(text)
+
+
+def _readable(text: str) -> str:
+    """A huge message keeps its head and tail, as the summarizer's copy does."""
+    if len(text) <= READ_LIMIT_CHARS:
+        return text
+    return text[:READ_HEAD_CHARS] + "\n…\n" + text[-READ_TAIL_CHARS:]
+
+
+def _date(at: float) -> str | None:
+    try:
+        return dt.datetime.fromtimestamp(at, tz=dt.UTC).date().isoformat()
+    except (OverflowError, OSError, ValueError):
+        return None
 
 
 def _speakers(turns: Sequence[Mapping[str, Any]]) -> list[str]:
@@ -137,7 +171,7 @@ def _entry(
     return MemoryEntry(
         0,
         found.kind,
-        found.text,
+        redacted(found.text),
         subject=subject,
         speaker=speaker,
         date=date or (today.isoformat() if found.kind == "action" else None),

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Literal
 
-from compression.salient import FILE_NAME, URL, clip, sentences
+from compression.salient import FILE_EXTENSIONS, FILE_NAME, URL, clip, sentences
 
 FeatureKind = Literal["rule", "decision", "fact", "preference", "action"]
 
@@ -22,6 +22,7 @@ FEATURE_CACHE_MESSAGES = 65_536
 WHOLE_MESSAGE_CHARS = 280
 ENTRY_MAX_CHARS = 400
 SUBJECT_MAX_WORDS = 6
+SUBJECT_SCAN_CHARS = 200
 
 _LABEL = re.compile(r"^(?P<label>[A-Za-z][A-Za-z ]{0,28}?)\s*:\s+(?=\S)")
 # Labels that start many unrelated lines; the kind they hint at, if any.
@@ -103,6 +104,7 @@ _STRONG_VALUE = re.compile(
     r"\bv?\d+\.\d+\.\d+"
 )
 _NUMBER = re.compile(r"\b\d{3,}\b")
+_DIGIT = re.compile(r"\d")
 _WEAK_VALUE = re.compile(
     r"\d|\b(?:monday|tuesday|wednesday|thursday|friday|saturday|sunday)\b", re.IGNORECASE
 )
@@ -122,11 +124,18 @@ _KEEP_MARKERS = (
 )
 # Long lines are mostly chatter; a planted rule or value is a sentence or two.
 LONG_LINE_CHARS = (160, 240)
-_DECISION_GATE = ("decid", "agree", "go with", "going with", "settled", "decision")
-_PREFERENCE_GATE = ("prefer", "rather", "favorite", "favourite")
-_RULE_GATE = ("never", "must", "always", "only", "don", "do not", "no ", "allowed", "forbid")
-_RULE_GATE_MORE = ("prohibit", "mandatory", "required", "rule")
-_ACTION_GATE = ("will", "'ll", "todo", "to-do", "action", "please", "should", "need", "going to")
+# Substring gates per kind of signal, tested with C-level `in` before any expression runs.
+_GATES: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("decision", ("decid", "agree", "go with", "going with", "settled", "decision")),
+    ("preference", ("prefer", "rather", "favorite", "favourite")),
+    ("rule", ("never", "must", "always", "only", "don", "do not", "no ", "allowed", "forbid",
+              "prohibit", "mandatory", "required", "rule")),
+    ("action", ("will", "'ll", "todo", "to-do", "action", "please", "should", "need",
+                "going to")),
+    ("keep", _KEEP_MARKERS),
+)  # fmt: skip
+_VALUE_GATE = ("$", "€", "£", "¥", "₽", "://", ".example", "day")
+_FILE_EXTENSION = re.compile(rf"\.(?:{FILE_EXTENSIONS})\b")
 
 
 @dataclass(frozen=True, slots=True)
@@ -157,6 +166,13 @@ def message_features(text: str, *, from_user: bool) -> Features:
     collapsed = " ".join(text.split())
     if not collapsed:
         return Features((), (), ())
+    asks = from_user and "?" in text
+    links: tuple[str, ...] = ()
+    if "://" in text or ("." in text and _FILE_EXTENSION.search(text)):
+        links = tuple(dict.fromkeys([*URL.findall(text), *FILE_NAME.findall(text)]))
+    # Most chat lines carry no signal at all: no sentence splitting, no expressions for them.
+    if not asks and not _signals(collapsed.lower()) and ":" not in collapsed:
+        return Features((), links, ())
     parts = [clip(collapsed, ENTRY_MAX_CHARS)] if len(collapsed) <= WHOLE_MESSAGE_CHARS else []
     pieces = sentences(text)
     candidates: list[Candidate] = []
@@ -169,20 +185,32 @@ def message_features(text: str, *, from_user: bool) -> Features:
             found = _candidate(sentence, [sentence])
             if found is not None:
                 candidates.append(found)
-    links: tuple[str, ...] = ()
-    if "://" in text or "." in text:
-        links = tuple(dict.fromkeys([*URL.findall(text), *FILE_NAME.findall(text)]))
-    questions = tuple(s for s in pieces if s.endswith("?")) if from_user and "?" in text else ()
+    questions = tuple(s for s in pieces if s.endswith("?")) if asks else ()
     return Features(tuple(candidates), links, questions)
+
+
+def _signals(lowered: str) -> frozenset[str]:
+    """Which kinds of signal words a line holds; substring tests only, no expression scans."""
+    found = {name for name, words in _GATES if any(map(lowered.__contains__, words))}
+    if (
+        _DIGIT.search(lowered)
+        or any(map(lowered.__contains__, _VALUE_GATE))
+        or ("." in lowered and _FILE_EXTENSION.search(lowered))
+    ):
+        found.add("value")
+    return frozenset(found)
 
 
 def _candidate(text: str, pieces: list[str]) -> Candidate | None:
     label, body = _split_label(text)
-    labelled = label_kind(label) if label else None
     lowered = text.lower()
-    kind = labelled or _kind(text, lowered, pieces)
-    value = _value_weight(text)
-    keep = any(marker in lowered for marker in _KEEP_MARKERS)
+    signals = _signals(lowered)
+    if not signals and label is None:
+        return None  # no keyword, no value, no label: chatter
+    labelled = label_kind(label) if label else None
+    kind = labelled or _kind(text, lowered, pieces, signals)
+    value = _value_weight(text) if "value" in signals else 0
+    keep = "keep" in signals and any(marker in lowered for marker in _KEEP_MARKERS)
     if kind is None:
         if value >= 2 or keep or label:
             kind = "fact"
@@ -193,7 +221,7 @@ def _candidate(text: str, pieces: list[str]) -> Candidate | None:
     weight = value + (2 if keep else 0) + (2 if label else 0)
     if kind == "preference" and not _STRONG_PREFERENCE.search(text):
         weight -= 2
-    subject, first_person = subject_of(body)
+    subject, first_person = subject_of(body) if kind != "action" else (None, False)
     due_match = _DUE.search(text) if kind == "action" else None
     owner_hint = named = None
     self_owned = False
@@ -217,17 +245,19 @@ def _candidate(text: str, pieces: list[str]) -> Candidate | None:
     )
 
 
-def _kind(text: str, lowered: str, pieces: list[str]) -> FeatureKind | None:
-    if any(g in lowered for g in _DECISION_GATE) and _DECISION.search(lowered):
+def _kind(
+    text: str, lowered: str, pieces: list[str], signals: frozenset[str]
+) -> FeatureKind | None:
+    if "decision" in signals and _DECISION.search(lowered):
         return "decision"
-    if any(g in lowered for g in _PREFERENCE_GATE) and _STRONG_PREFERENCE.search(lowered):
+    if "preference" in signals and _STRONG_PREFERENCE.search(lowered):
         return "preference"
-    if (
-        any(g in lowered for g in _RULE_GATE) or any(g in lowered for g in _RULE_GATE_MORE)
-    ) and any(_RULE.search(_strip_opening(piece)) for piece in pieces if len(piece.split()) >= 4):
+    if "rule" in signals and any(
+        _RULE.search(_strip_opening(piece)) for piece in pieces if len(piece.split()) >= 4
+    ):
         return "rule"
     owned = "@" in lowered or _VOCATIVE.match(text) or _SELF_OWNER.search(lowered)
-    if owned and any(g in lowered for g in _ACTION_GATE) and _ACTION.search(lowered):
+    if "action" in signals and owned and _ACTION.search(lowered):
         return "action"
     return None
 
@@ -259,7 +289,7 @@ def _value_weight(text: str) -> int:
     1 for any other number or a weekday."""
     if "://" in text or ".example" in text or (("." in text) and FILE_NAME.search(text)):
         return 3
-    has_digit = any(ch.isdigit() for ch in text)
+    has_digit = _DIGIT.search(text) is not None
     if has_digit and _STRONG_VALUE.search(text):
         return 3
     if has_digit and _NUMBER.search(text):
@@ -296,6 +326,8 @@ def label_kind(label: str) -> FeatureKind | None:
 
 def subject_of(text: str) -> tuple[str | None, bool]:
     """What a statement is about ("budget cap"), and whether it is the speaker's own ("my …")."""
+    if _COPULA.search(text[:SUBJECT_SCAN_CHARS]) is None:
+        return None, False
     body = _OPENER.sub("", _TAG.sub("", text.strip().lstrip("-*• ").strip()))
     label, inner = _split_label(body)
     if label:

@@ -28,7 +28,7 @@ from compression.summarizer import (
     SummaryRequest,
     SummaryTransientError,
 )
-from compression.summary_input import chunk_turns, participants
+from compression.summary_input import chunk_turns, participants, summary_turns
 
 log = logging.getLogger(__name__)
 
@@ -47,17 +47,26 @@ BACKUP_MIN_WEIGHT = 3
 
 @dataclass(frozen=True, slots=True)
 class Span:
-    """Prepared (redacted, truncated) turns and the source message id of each."""
+    """Turns to read, with the source message id and send time of each.
+
+    The extractor reads the turns as they are (it redacts what it keeps); a summarizer gets
+    `prepared()` copies, redacted and truncated.
+    """
 
     turns: list[dict[str, Any]]
     ids: list[str | None]
+    times: list[float | None]
+
+    def prepared(self) -> Span:
+        return Span(summary_turns(self.turns), self.ids, self.times)
 
     def chunks(self, max_chars: int) -> list[Span]:
         out: list[Span] = []
         position = 0
         for chunk in chunk_turns(self.turns, max_chars):
-            out.append(Span(chunk, self.ids[position : position + len(chunk)]))
-            position += len(chunk)
+            end = position + len(chunk)
+            out.append(Span(chunk, self.ids[position:end], self.times[position:end]))
+            position = end
         return out
 
 
@@ -87,7 +96,7 @@ class Folded:
 def extract_all(memory: Memory, spans: Sequence[Span], today: dt.date) -> Memory:
     """The deterministic path: every span folded in by the extractor."""
     for span in spans:
-        memory = apply_update(memory, extract_update(span.turns, span.ids, today=today))
+        memory = apply_update(memory, extract_update(span.turns, span.ids, span.times, today=today))
     return memory
 
 
@@ -102,7 +111,10 @@ async def fold(
     abort_on_failure: bool,
 ) -> Folded:
     """Re-read marked spans first, then the new span; every chunk folds into `memory`."""
-    pending = [*(reread.chunks(ask.input_chars) if reread else []), *span.chunks(ask.input_chars)]
+    pending = [
+        *(reread.prepared().chunks(ask.input_chars) if reread else []),
+        *span.prepared().chunks(ask.input_chars),
+    ]
     reread_ids = {i for i in (reread.ids if reread else []) if i}
     failure: Folded | None = None
     for position, chunk in enumerate(pending):
@@ -168,7 +180,7 @@ def _backup(update: MemoryUpdate, chunk: Span, today: dt.date) -> MemoryUpdate:
     # A subject the reply wrote a value for is the reply's: an older value the extractor saw
     # in the same chunk must not replace it.
     subjects = {norm_subject(entry.subject) for entry in update.additions if entry.subject}
-    extracted = extract_update(chunk.turns, chunk.ids, today=today)
+    extracted = extract_update(chunk.turns, chunk.ids, chunk.times, today=today)
     kept = tuple(
         entry
         for entry in extracted.additions
