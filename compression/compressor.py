@@ -262,9 +262,10 @@ class ContextCompressor(ContextEngine):
         if folded.memory is None:
             return _Summary(None, "aborted", folded.error)
         extracted = self._summarizer is None or folded.extracted
-        # Never more than half the span it replaces (SPEC 6.6), so a compaction saves as soon
-        # as the span outweighs the fixed framing twice over.
-        room = min(budget, span_tokens // 2)
+        # The extractor's summary is never more than half the span it replaces (SPEC 6.6), so
+        # it saves as soon as the span outweighs the fixed framing twice over; a summarizer's
+        # has the summary budget (6.2), and the size check below still rejects a growth.
+        room = min(budget, span_tokens // 2) if extracted else budget
         rendered = render_memory(
             folded.memory,
             budget_tokens=max(0, room),

@@ -120,7 +120,7 @@ def extract_update(
     additions += questions[-OPEN_QUESTIONS_PER_SPAN:]
     if ask is not None:
         additions.append(replace(ask, text=redacted(ask.text)))
-    return MemoryUpdate(additions=tuple(additions))
+    return MemoryUpdate(additions=tuple(replace(e, origin="extractor") for e in additions))
 
 
 @lru_cache(maxsize=REDACTED_CACHE_TEXTS)

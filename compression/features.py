@@ -23,6 +23,7 @@ WHOLE_MESSAGE_CHARS = 280
 ENTRY_MAX_CHARS = 400
 SUBJECT_MAX_WORDS = 6
 SUBJECT_SCAN_CHARS = 200
+MAX_LABELS = 3
 
 _LABEL = re.compile(r"^(?P<label>[A-Za-z][A-Za-z ]{0,28}?)\s*:\s+(?=\S)")
 # Labels that start many unrelated lines; the kind they hint at, if any.
@@ -329,8 +330,10 @@ def subject_of(text: str) -> tuple[str | None, bool]:
     if _COPULA.search(text[:SUBJECT_SCAN_CHARS]) is None:
         return None, False
     body = _OPENER.sub("", _TAG.sub("", text.strip().lstrip("-*• ").strip()))
-    label, inner = _split_label(body)
-    if label:
+    for _ in range(MAX_LABELS):  # "RULE: House rule: never …" carries two labels
+        label, inner = _split_label(body)
+        if not label:
+            break
         body = _OPENER.sub("", inner)
     match = _COPULA.search(body[:120])
     if match is None or match.start() == 0:

@@ -29,6 +29,8 @@ ENTRY_KINDS: tuple[EntryKind, ...] = get_args(EntryKind)
 # a question that got its answer, an action item that was finished.
 EntryStatus = Literal["current", "superseded", "resolved", "done"]
 ENTRY_STATUSES: tuple[EntryStatus, ...] = get_args(EntryStatus)
+EntryOrigin = Literal["summarizer", "extractor"]
+ENTRY_ORIGINS: tuple[EntryOrigin, ...] = get_args(EntryOrigin)
 # Kinds whose entries carry one value of a subject, so a newer value replaces the older one.
 VALUE_KINDS: frozenset[EntryKind] = frozenset({"rule", "decision", "fact", "preference", "topic"})
 
@@ -50,6 +52,8 @@ class MemoryEntry:
     answer: str | None = None
     closed_on: str | None = None  # when a question was resolved or an action item done
     superseded_by: int | None = None
+    # Who wrote it: the summarizer, or the deterministic extractor (offline, fallback, backup).
+    origin: EntryOrigin = "summarizer"
 
     @property
     def shown(self) -> bool:

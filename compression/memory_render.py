@@ -112,6 +112,8 @@ def salience(entry: MemoryEntry) -> int:
         base -= 4
     if entry.speaker == "assistant":
         base -= 1
+    if entry.origin == "extractor":
+        base -= 1  # beside a summarizer's entries, the extractor's backups rank lower
     if entry.subject:
         base += 1  # "<subject> is <value>": the shape of the facts summaries lose first
     return base + text_weight(entry.text)

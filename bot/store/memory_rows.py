@@ -10,8 +10,10 @@ import aiosqlite
 
 from compression.memory import (
     ENTRY_KINDS,
+    ENTRY_ORIGINS,
     ENTRY_STATUSES,
     EntryKind,
+    EntryOrigin,
     EntryStatus,
     Memory,
     MemoryEntry,
@@ -19,9 +21,9 @@ from compression.memory import (
 
 _COLUMNS = (
     "session_id, entry_id, kind, text, subject, speaker, date, sources, status, owner, due,"
-    " answer, closed_on, superseded_by"
+    " answer, closed_on, superseded_by, origin"
 )
-INSERT_ENTRY_SQL = f"INSERT INTO memory_entries ({_COLUMNS}) VALUES ({', '.join('?' * 14)})"
+INSERT_ENTRY_SQL = f"INSERT INTO memory_entries ({_COLUMNS}) VALUES ({', '.join('?' * 15)})"
 SELECT_ENTRIES_SQL = f"SELECT {_COLUMNS} FROM memory_entries WHERE session_id = ? ORDER BY entry_id"
 SELECT_REREAD_SQL = "SELECT message_id FROM memory_reread WHERE session_id = ? ORDER BY rowid"
 
@@ -44,7 +46,7 @@ def memory_from_rows(entries: Sequence[Any], reread: Sequence[Any]) -> Memory:
 def _params(session_id: int, e: MemoryEntry) -> tuple[Any, ...]:
     return (
         session_id, e.id, e.kind, e.text, e.subject, e.speaker, e.date, json.dumps(e.sources),
-        e.status, e.owner, e.due, e.answer, e.closed_on, e.superseded_by,
+        e.status, e.owner, e.due, e.answer, e.closed_on, e.superseded_by, e.origin,
     )  # fmt: skip
 
 
@@ -65,4 +67,5 @@ def _entry(row: Any) -> MemoryEntry:
         answer=row[11],
         closed_on=row[12],
         superseded_by=row[13],
+        origin=cast(EntryOrigin, row[14] if row[14] in ENTRY_ORIGINS else "summarizer"),
     )

@@ -190,6 +190,7 @@ CREATE TABLE IF NOT EXISTS memory_entries (
     answer         TEXT,
     closed_on      TEXT,
     superseded_by  INTEGER,
+    origin         TEXT NOT NULL DEFAULT 'summarizer',
     PRIMARY KEY (session_id, entry_id)
 );
 CREATE TABLE IF NOT EXISTS memory_reread (
