@@ -24,6 +24,7 @@ _BASE_SALIENCE: dict[EntryKind, int] = {
     "topic": 3,
 }
 LATEST_ASK_SALIENCE = 40
+MAX_CHARS_PER_TOKEN = 8
 _HEADINGS: dict[EntryKind, str] = {
     "participant": t.HEADING_PARTICIPANTS,
     "preference": t.HEADING_PARTICIPANTS,
@@ -81,6 +82,10 @@ def render_memory(
         line = entry_line(entry)
         key = norm_text(entry.text)
         if key in seen:
+            continue
+        # No tokenizer call for a line that cannot fit: a token spans at most ~8 characters.
+        if len(line) // MAX_CHARS_PER_TOKEN > room:
+            hidden += 1
             continue
         cost = count_tokens(line) + 1
         if cost > room or (chars_room is not None and len(line) + 1 > chars_room):
