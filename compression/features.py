@@ -172,13 +172,14 @@ def message_features(text: str, *, from_user: bool) -> Features:
     if "://" in text or ("." in text and _FILE_EXTENSION.search(text)):
         links = tuple(dict.fromkeys([*URL.findall(text), *FILE_NAME.findall(text)]))
     # Most chat lines carry no signal at all: no sentence splitting, no expressions for them.
-    if not asks and not _signals(collapsed.lower()) and ":" not in collapsed:
+    signals = _signals(collapsed.lower())
+    if not asks and not signals and ":" not in collapsed:
         return Features((), links, ())
     parts = [clip(collapsed, ENTRY_MAX_CHARS)] if len(collapsed) <= WHOLE_MESSAGE_CHARS else []
     pieces = sentences(text)
     candidates: list[Candidate] = []
     if parts:
-        found = _candidate(parts[0], pieces)
+        found = _candidate(parts[0], pieces, signals)
         if found is not None:
             candidates.append(found)
     else:
@@ -202,10 +203,13 @@ def _signals(lowered: str) -> frozenset[str]:
     return frozenset(found)
 
 
-def _candidate(text: str, pieces: list[str]) -> Candidate | None:
+def _candidate(
+    text: str, pieces: list[str], signals: frozenset[str] | None = None
+) -> Candidate | None:
     label, body = _split_label(text)
     lowered = text.lower()
-    signals = _signals(lowered)
+    if signals is None:
+        signals = _signals(lowered)
     if not signals and label is None:
         return None  # no keyword, no value, no label: chatter
     labelled = label_kind(label) if label else None
