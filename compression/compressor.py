@@ -13,29 +13,19 @@ from compression import breaker
 from compression.assemble import assemble
 from compression.boundaries import Boundaries, plan_boundaries
 from compression.engine import ContextEngine
-from compression.fold import Ask, Folded, Span, extract_all, fold
+from compression.fold import Folded, Span, extract_all, fold, fold_in_cooldown
+from compression.fold_inputs import build_ask, chars_per_token, legacy_memory, reread_span
 from compression.handoff import take_handoffs
-from compression.memory import Memory, MessageSource, apply_update
-from compression.memory_format import format_current, parse_reply
+from compression.memory import Memory, MessageSource
 from compression.memory_render import render_memory
 from compression.prune import prune
-from compression.redact import redact
 from compression.result import CompressionResult, Outcome
 from compression.state import CompressorState
 from compression.summarizer import Summarizer
-from compression.summary_input import derive_focus
 from compression.template import ensure_pins, pin_lines
 from compression.thresholds import CompressorConfig
 from compression.tokens import counter_for
 
-# The summarizer input must fit the summary model: the template costs about this many tokens,
-# and rendering adds labels, so only 85 % of the remaining room is filled.
-SUMMARY_PROMPT_OVERHEAD_TOKENS = 1_200
-INPUT_SAFETY_MARGIN = 0.85
-MIN_SUMMARY_INPUT_CHARS = 4_000
-# The current entries shown to the summarizer take at most this share of its input room.
-MEMORY_INPUT_SHARE = 0.25
-MEMORY_GROWTH_CHARS = 2_000
 # SPEC 6.9: the extractor's summary is at most 8,000 characters.
 EXTRACTED_MAX_CHARS = 8_000
 
@@ -248,15 +238,13 @@ class ContextCompressor(ContextEngine):
         """Fold the span into the memory and render it; `body` None means abort."""
         memory = self._memory
         if not memory.entries and plan.previous_summary:
-            # A summary from before the memory existed (or from a caller without one).
-            legacy = parse_reply(redact(plan.previous_summary), [], [], _today(now))
-            memory = apply_update(memory, legacy) if legacy else memory
+            memory = legacy_memory(plan.previous_summary, _today(now))
         middle_tokens = self._count(span.turns)
         span_tokens = middle_tokens + sum(
             self._counter.count_text(b) for b in (plan.previous_summary or "",) if b
         )
         budget = self._config.summary_budget(span_tokens)
-        density = _chars_per_token(span.turns, middle_tokens)
+        density = chars_per_token(span.turns, middle_tokens)
         folded = await self._fold(memory, plan, span, reread, focus_topic, pins, force, urgent,
                                   budget, density, now)  # fmt: skip
         if folded.memory is None:
@@ -287,7 +275,7 @@ class ContextCompressor(ContextEngine):
         force: bool,
         urgent: bool,
         budget: int,
-        chars_per_token: float,
+        density: float,
         now: float,
     ) -> Folded:
         today = _today(now)
@@ -297,34 +285,22 @@ class ContextCompressor(ContextEngine):
         cause = state.cooldown_cause
         if not force and breaker.in_cooldown(state, now):
             # A failing summarizer is not called again until its cooldown ends (Hermes #11529).
-            waits = cause in ("transient", "network") and not urgent
-            if cause == "auth" or waits or self._config.abort_on_summary_failure:
-                return Folded(None, "aborted", f"summarizer cooling down ({cause})")
-            memory = extract_all(memory, [span], today)
-            if cause in ("transient", "network"):
-                memory = memory.with_reread(i for i in span.ids if i)
-            return Folded(memory, "fallback", extracted=True)
-        focus = focus_topic if focus_topic and focus_topic.strip() else derive_focus(plan.working)
-        room = self._input_chars(budget, chars_per_token)
-        pending = [(i, reread[i]) for i in memory.reread if reread and i in reread]
-        again = Span([dict(m) for _, m in pending], [i for i, _ in pending],
-                     [_at(m) for _, m in pending])  # fmt: skip
-        memory_chars = int(room * MEMORY_INPUT_SHARE)
-        shown = format_current(memory, max_chars=memory_chars) or ""
-        # Room for entries learnt in this compaction's earlier chunks, within the share.
-        memory_room = min(memory_chars, len(shown) + MEMORY_GROWTH_CHARS)
-        ask = Ask(
-            redact(focus) if focus else None,
-            budget,
-            today,
-            tuple(pins),
-            input_chars=max(MIN_SUMMARY_INPUT_CHARS, room - memory_room),
-            memory_chars=memory_room,
+            abort = self._config.abort_on_summary_failure
+            return fold_in_cooldown(memory, span, cause, urgent=urgent, abort=abort, today=today)
+        ask = build_ask(
+            memory,
+            plan.working,
+            focus_topic=focus_topic,
+            budget_tokens=budget,
+            today=today,
+            pins=pins,
+            context_length=self._config.context_length,
+            chars_per_token=density,
         )
         folded = await fold(
             self._summarizer,
             memory,
-            again if pending else None,
+            reread_span(memory, reread),
             span,
             ask,
             urgent=urgent,
@@ -341,11 +317,6 @@ class ContextCompressor(ContextEngine):
                 self._state.failure_streak,
             )
         return folded
-
-    def _input_chars(self, budget_tokens: int, chars_per_token: float) -> int:
-        """Chars of turns and entries per call, so prompt and answer fit the summary model."""
-        room = self._config.context_length - budget_tokens - SUMMARY_PROMPT_OVERHEAD_TOKENS
-        return max(MIN_SUMMARY_INPUT_CHARS, int(room * chars_per_token * INPUT_SAFETY_MARGIN))
 
     def _unchanged(
         self,
@@ -441,14 +412,3 @@ def _today(now: float) -> dt.date:
 
 def _source(sources: Sequence[MessageSource | None] | None, index: int) -> MessageSource | None:
     return sources[index] if sources is not None and index < len(sources) else None
-
-
-def _at(message: Mapping[str, Any]) -> float | None:
-    value = message.get("timestamp")
-    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
-
-
-def _chars_per_token(messages: Sequence[dict[str, Any]], tokens: int) -> float:
-    """This middle's own density, so CJK or code is bounded as tightly as English prose."""
-    chars = sum(len(str(m.get("content") or "")) for m in messages)
-    return max(1.0, chars / tokens) if tokens > 0 else 3.0

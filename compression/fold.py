@@ -100,6 +100,26 @@ def extract_all(memory: Memory, spans: Sequence[Span], today: dt.date) -> Memory
     return memory
 
 
+def fold_in_cooldown(
+    memory: Memory,
+    span: Span,
+    cause: CooldownCause | None,
+    *,
+    urgent: bool,
+    abort: bool,
+    today: dt.date,
+) -> Folded:
+    """While the summarizer cools down: wait (abort) for auth, network and transient causes
+    unless the caller cannot; otherwise the extractor, marking what the model must re-read."""
+    waits = cause in ("transient", "network") and not urgent
+    if cause == "auth" or waits or abort:
+        return Folded(None, "aborted", f"summarizer cooling down ({cause})")
+    memory = extract_all(memory, [span], today)
+    if cause in ("transient", "network"):
+        memory = memory.with_reread(i for i in span.ids if i)
+    return Folded(memory, "fallback", extracted=True)
+
+
 async def fold(
     summarizer: Summarizer,
     memory: Memory,
