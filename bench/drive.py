@@ -47,6 +47,7 @@ class Run:
     people: int
     window: int
     compactions: list[Compaction] = field(default_factory=list)
+    summary_tokens: list[int] = field(default_factory=list)  # rendered summary per compaction
     attempts: Counter[str] = field(default_factory=Counter)
     errors: Counter[str] = field(default_factory=Counter)  # summarizer errors, by message
     # (item id, kind, k) -> verdict after the k-th compaction the item lived through
@@ -117,6 +118,7 @@ async def drive(
             transcript = [dict(m) for m in result.messages]
             after = counter.count_messages(transcript)
             run.compactions.append(Compaction(i, result.outcome, tokens, after))
+            run.summary_tokens.append(counter.count_text(result.summary or ""))
         else:
             if tokens < threshold:
                 _sent(run, i, tokens)

@@ -1,8 +1,9 @@
 """Scripted summarizers (`compression.Summarizer`): deterministic stand-ins for an LLM.
 
-They separate the pipeline's quality from a model's: the oracle is the upper bound (it copies
-every planted line it is shown, and every line of the previous summary), the lossy one plays
-the telephone game, the forgetful one ignores the previous summary (one-shot regeneration).
+They separate the pipeline's quality from a model's: the oracle is the upper bound (it writes
+every planted line it is shown as an entry of the memory line format, naming an update's
+subject), the lossy one loses 10 % of the entries it is asked to write, per call; the
+forgetful one also writes a whole summary's worth of old entries again, ignoring nothing.
 """
 
 from __future__ import annotations
@@ -16,13 +17,14 @@ from dataclasses import dataclass, field
 from bench.workloads import Planted
 from compression.deterministic import deterministic_summary
 from compression.summarizer import SummaryRequest
-from compression.template import HEADING_KEY_FACTS, HEADING_PINS, build_summary_prompt
+from compression.template import HEADING_KEY_FACTS, build_summary_prompt
 from compression.tokens import TokenCounter, counter_for
 from compression.transcript import content_text, split_speaker
 
-_HEADING = re.compile(r"^#{1,6} ")
-# The marker `summary_turns` puts where it cut the middle of an oversized input.
+# The marker an older compressor put where it cut the middle of an oversized input.
 _OMITTED = re.compile(r"\[… (\d+) messages omitted …\]")
+_LINE_KIND = {"rule": "RULE", "decision": "DECISION", "preference": "PREFERENCE",
+              "action": "ACTION"}  # fmt: skip
 
 
 @dataclass(slots=True)
@@ -34,6 +36,7 @@ class SummaryCalls:
     output_tokens: int = 0
     input_sizes: list[int] = field(default_factory=list)
     omitted_messages: int = 0  # turns the compressor left out of the summarizer's input
+    shown_messages: int = 0  # turns the summarizer was shown, over all calls
 
 
 class OracleSummarizer:
@@ -52,22 +55,25 @@ class OracleSummarizer:
         self.calls = SummaryCalls()
 
     async def summarize(self, request: SummaryRequest) -> str:
-        lines = self._previous_lines(request) if self._keep_previous else []
+        lines = self._previous_lines(request) if not self._keep_previous else []
         for turn in request.turns:
             if turn.get("role") == "system":
                 found_omitted = _OMITTED.search(content_text(turn.get("content")))
                 self.calls.omitted_messages += int(found_omitted[1]) if found_omitted else 0
+                continue
+            self.calls.shown_messages += 1
             if turn.get("role") != "user":
                 continue
             speaker, text = split_speaker(content_text(turn.get("content")).strip())
             found = self._by_text.get(text) or self._v1(text)
             if found is None:
                 continue
-            if found.stale_value is not None and found.text == text:
-                lines = [line for line in lines if found.stale_value not in line]
-            lines.append(f"- [{speaker}] {text}")
-        lines = self.degrade(lines)
-        body = _render(lines, request.pins, self.degrade_pins(request.pins))
+            kind = _LINE_KIND.get(found.kind, "FACT")
+            # An update names its subject, so the memory supersedes the first value.
+            subject = " ".join(found.together) if found.stale_value is not None else "-"
+            lines.append(f"{kind} | {subject} | {speaker} | {text}")
+        lines = self.degrade(lines) or ["NOTE | - | - | Chatter only; nothing new to remember."]
+        body = "\n".join(lines)
         self._meter(request, body)
         return body
 
@@ -79,32 +85,20 @@ class OracleSummarizer:
         return None
 
     def _previous_lines(self, request: SummaryRequest) -> list[str]:
-        if not request.previous_summary:
-            return []
-        lines = []
-        in_pins = False
-        for raw in request.previous_summary.splitlines():
-            line = raw.rstrip()
-            if _HEADING.match(line):
-                in_pins = line.strip() == HEADING_PINS
-                continue
-            if line.strip() and not in_pins:
-                lines.append(line)
-        return list(dict.fromkeys(lines))
+        """The current entries written out again, as a regenerating summarizer would."""
+        shown = request.memory or request.previous_summary or ""
+        return [line.split(" ", 1)[1] for line in shown.splitlines() if line.startswith("#")]
 
     def degrade(self, lines: list[str]) -> list[str]:
         return lines
-
-    def degrade_pins(self, pins: Sequence[str]) -> list[str]:
-        return [f"- {pin}" for pin in pins]
 
     def _meter(self, request: SummaryRequest, body: str) -> None:
         meter(self.calls, request, body)
 
 
 class LossySummarizer(OracleSummarizer):
-    """The oracle, then every planted line (carried or new) is dropped or mutated with
-    probability `p` per regeneration: the telephone game of free-form LLM summaries."""
+    """The oracle, then each entry it was asked to write is lost with probability `p`, per
+    call: what a free-form LLM drops. What the memory already holds is carried by code."""
 
     name = "lossy"
 
@@ -117,39 +111,12 @@ class LossySummarizer(OracleSummarizer):
         self._rng = random.Random(f"lossy:{seed}")
 
     def degrade(self, lines: list[str]) -> list[str]:
-        out = []
-        for line in lines:
-            if self._rng.random() >= self._p:
-                out.append(line)
-            elif self._rng.random() < 0.5:
-                out.append(self._mutate(line))
-            # else: dropped
-        return out
-
-    def degrade_pins(self, pins: Sequence[str]) -> list[str]:
-        # Pins suffer like any line; the compressor must restore them (ensure_pins).
-        return self.degrade([f"- {pin}" for pin in pins])
-
-    def _mutate(self, line: str) -> str:
-        """A changed digit or letter of a value, or the wrong person named as speaker."""
-        match = re.match(r"- \[(?P<name>[^\]]+)\] ", line)
-        if match and self._rng.random() < 0.5:
-            others = [p for p in self._people if p != match["name"]]
-            if others:
-                return line.replace(f"[{match['name']}]", f"[{self._rng.choice(others)}]", 1)
-        positions = [i for i, ch in enumerate(line) if ch.isdigit()]
-        if not positions:
-            positions = [i for i, ch in enumerate(line) if ch.isalpha()][4:]
-        if not positions:
-            return line
-        i = self._rng.choice(positions)
-        ch = line[i]
-        new = str((int(ch) + 1) % 10) if ch.isdigit() else ("x" if ch != "x" else "y")
-        return line[:i] + new + line[i + 1 :]
+        return [line for line in lines if self._rng.random() >= self._p]
 
 
 class ForgetfulSummarizer(OracleSummarizer):
-    """Summarizes only the new turns, ignoring the previous summary (one-shot regeneration)."""
+    """Writes every current entry again with the new ones (regeneration): the fold must
+    neither duplicate nor lose anything for it."""
 
     name = "forgetful"
 
@@ -215,10 +182,3 @@ def meter(calls: SummaryCalls, request: SummaryRequest, body: str) -> None:
     calls.input_tokens += prompt
     calls.output_tokens += counter.count_text(body)
     calls.input_sizes.append(prompt)
-
-
-def _render(lines: list[str], pins: Sequence[str], pin_lines: list[str]) -> str:
-    body = HEADING_KEY_FACTS + "\n" + ("\n".join(lines) if lines else "- (nothing planted yet)")
-    if pins:
-        body += f"\n\n{HEADING_PINS}\n" + "\n".join(pin_lines)
-    return body

@@ -186,6 +186,15 @@ class _Values:
     def __init__(self, rng: random.Random) -> None:
         self.rng = rng
         self.used: set[str] = set()
+        self.subjects: set[tuple[str, str]] = set()
+
+    def distinct(self, template: str, options: Sequence[str], k: int = 1) -> list[str]:
+        """`k` options not used with `template` yet in this room: two facts about the same
+        subject would be an update, not two facts (memory supersedes the older one)."""
+        free = [o for o in options if (template, o) not in self.subjects] or list(options)
+        chosen = self.rng.sample(free, min(k, len(free)))
+        self.subjects.update((template, o) for o in chosen)
+        return chosen
 
     def _fresh(self, make: Any) -> str:
         while True:
@@ -229,11 +238,18 @@ class _Values:
         return self.code()
 
 
-def _plans(rng: random.Random, people: Sequence[str], per_kind: int, slots: int) -> list[_Plan]:
+# Labels that start every planted line of a labelled room: they are not subjects (SPEC 6.6).
+LABELS = {"rule": "RULE:", "fact": "FACT:", "update": "FACT:", "update_v1": "FACT:"}
+OTHER_LABEL = "Note:"
+
+
+def _plans(
+    rng: random.Random, people: Sequence[str], per_kind: int, slots: int, early_share: float
+) -> list[_Plan]:
     """What to plant and where: mostly early (compacted many times), some late, one in the head."""
     values = _Values(rng)
     plans: list[_Plan] = []
-    early = (max(4, int(slots * 0.01)), int(slots * 0.40))
+    early = (max(4, int(slots * 0.01)), int(slots * early_share))
     late = (int(slots * 0.40), int(slots * 0.85))
 
     def slot(i: int) -> int:
@@ -285,7 +301,7 @@ def _rule(values: _Values, slot: int) -> _Plan:
 
 
 def _decision(values: _Values, slot: int, rng: random.Random) -> _Plan:
-    subject = rng.choice(_SUBJECTS)
+    [subject] = values.distinct("decision", _SUBJECTS)
     if rng.random() < 0.5:
         vendor = values.word().capitalize()
         reason = values.amount()
@@ -301,8 +317,8 @@ def _decision(values: _Values, slot: int, rng: random.Random) -> _Plan:
 
 def _fact_pair(values: _Values, slot: int, rng: random.Random) -> list[_Plan]:
     """Two facts with confusable values about different things (hard-needle style)."""
-    first, second = rng.sample(_THINGS, 2)
     kind = rng.randrange(3)
+    first, second = values.distinct(f"fact{kind}", _THINGS, 2)
     if kind == 0:
         a = values.code()
         b = values.near(a)
@@ -351,24 +367,25 @@ def _action(values: _Values, slot: int, rng: random.Random, people: Sequence[str
 
 def _update(values: _Values, slot: int, rng: random.Random, slots: int) -> list[_Plan]:
     choice = rng.randrange(3)
+    [thing] = values.distinct(f"update{choice}", _THINGS)
     if choice == 0:
         v1, v2 = values.code("DOOR"), values.code("DOOR")
-        first = f"The meeting room code is {v1}."
-        second = f"Update: the meeting room code changed to {v2}."
-        subject = "meeting room code"
+        first = f"The door code for the {thing} is {v1}."
+        second = f"Update: the door code for the {thing} changed to {v2}."
+        subject = "door code"
     elif choice == 1:
         v1, v2 = values.amount(), values.amount()
-        first = f"The deposit for the hall is {v1}."
-        second = f"Correction: the deposit for the hall is now {v2}."
+        first = f"The deposit for the {thing} is {v1}."
+        second = f"Correction: the deposit for the {thing} is now {v2}."
         subject = "deposit"
     else:
         v1, v2 = values.date(), values.date()
-        first = f"The launch date is {v1}."
-        second = f"Heads up, the launch date moved to {v2}."
+        first = f"The launch date for the {thing} is {v1}."
+        second = f"Heads up, the launch date for the {thing} moved to {v2}."
         subject = "launch date"
-    old = _Plan("update_v1", slot, first, v1, (subject,), False)
+    old = _Plan("update_v1", slot, first, v1, (subject, thing), False)
     later = slot + rng.randint(int(slots * 0.05), int(slots * 0.20))
-    return [old, _Plan("update", later, second, v2, (subject,), False, v1=old)]
+    return [old, _Plan("update", later, second, v2, (subject, thing), False, v1=old)]
 
 
 def _attribution(values: _Values, slot: int, rng: random.Random) -> _Plan:
@@ -378,7 +395,8 @@ def _attribution(values: _Values, slot: int, rng: random.Random) -> _Plan:
         text = f"I was the one who found bug {v} last night, for the record."
     elif choice == 1:
         v = values.number()
-        text = f"My pick for the raffle is ticket {v}, remember I said it."
+        [thing] = values.distinct("raffle", _THINGS)
+        text = f"My pick for the {thing} raffle is ticket {v}, remember I said it."
     else:
         v = values.word()
         text = f"I suggested the codename {v} for the new project."
@@ -398,16 +416,22 @@ def chat_room(
     bot_every: int = 10,
     tool_rate: float = 0.25,
     tool_output_chars: tuple[int, int] = (500, 8_000),
+    labels: bool = False,
+    early_share: float = 0.40,
 ) -> Workload:
     """A room of `people` members; about `messages` messages after the system prompt.
 
     Every ~`bot_every`-th human message addresses the bot, which answers (a `tool_rate` share
-    of answers first calls a tool whose large output goes into the transcript).
+    of answers first calls a tool whose large output goes into the transcript). `labels`
+    starts every planted line with "FACT:", "RULE:" or "Note:"; `early_share` is how far into
+    the room most items are planted.
     """
     rng = random.Random(f"room:{people}:{messages}:{seed}")
     names = tuple(rng.sample(NAMES, people))
     humans = _human_stream(rng, names, messages)
-    plans = _plans(rng, names, per_kind, len(humans)) if plant else []
+    plans = _plans(rng, names, per_kind, len(humans), early_share) if plant else []
+    for plan in plans if labels else []:
+        plan.text = f"{LABELS.get(plan.kind, OTHER_LABEL)} {plan.text}"
     by_slot: dict[int, list[_Plan]] = {}
     for plan in plans:
         by_slot.setdefault(min(plan.slot, len(humans) - 1), []).append(plan)
@@ -444,7 +468,11 @@ def chat_room(
             out[-1] = {"role": "user", "content": f"[{human.speaker}] @{BOT_NAME} {human.text}"}
             turns.append(len(out) - 1)
             calls = _bot_answer(out, times, human, rng, tool_rate, tool_output_chars, calls)
-    name = f"room{people}-s{seed}"
+    name = (
+        f"room{people}-s{seed}"
+        + ("-labels" if labels else "")
+        + (f"-early{int(early_share * 100)}" if early_share != 0.40 else "")
+    )
     return Workload(
         name, names, tuple(out), tuple(times), tuple(planted), tuple(pins), tuple(turns), seed
     )

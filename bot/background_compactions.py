@@ -71,6 +71,8 @@ class BackgroundCompactions:
             force=False,
             focus=None,
             on_done=notify,
+            # At the hard message limit the compaction cannot wait for a rate-limited summarizer.
+            urgent=reason == "hard_limit",
         )
 
     def start(
@@ -83,6 +85,7 @@ class BackgroundCompactions:
         force: bool,
         focus: str | None,
         on_done: ReportSink,
+        urgent: bool = False,
     ) -> bool:
         """Start compacting; False when this session already has a compaction in flight."""
         leases = self._services.compactor.leases
@@ -90,7 +93,7 @@ class BackgroundCompactions:
             return False
         self._sessions.add(session_id)
         task = asyncio.create_task(
-            self._run(session_id, chat_key, settings, trigger, force, focus, on_done),
+            self._run(session_id, chat_key, settings, trigger, force, focus, on_done, urgent),
             name=f"compaction:{session_id}",
         )
         self._tasks.add(task)
@@ -106,6 +109,7 @@ class BackgroundCompactions:
         force: bool,
         focus: str | None,
         on_done: ReportSink,
+        urgent: bool,
     ) -> None:
         services = self._services
         try:
@@ -116,6 +120,7 @@ class BackgroundCompactions:
                 system_prompt=await services.system_prompt_for(chat_key),
                 force=force,
                 focus=focus,
+                urgent=urgent,
             )
         except Exception:
             # Fails open: the chat goes on uncompressed and the next message may try again.

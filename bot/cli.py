@@ -62,6 +62,9 @@ def build_parser() -> argparse.ArgumentParser:
     history = sub.add_parser("history", help="show a chat's transcript")
     history.add_argument("chat")
     history.add_argument("--all", action="store_true", help="include archived rows")
+    history.add_argument(
+        "--memory", action="store_true", help="list the session's memory entries and sources"
+    )
 
     sub.add_parser("stats", help="totals and compaction outcomes")
     store_cli.add_parser(sub)

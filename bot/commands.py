@@ -87,7 +87,7 @@ def parse_command(text: str) -> Command | None:
 
 HELP_TEXT = """\
 Commands:
-/status — context gauge, compactions, breaker state
+/status — context gauge, compactions, memory, breaker state
 /compress [focus] — compact older history now (/compact; --show prints the summary)
 /new — start a new conversation (/reset); the old one stays searchable
 /config [key [value|default]] — per-chat settings
@@ -116,6 +116,7 @@ async def _status(args: str, ctx: CommandContext) -> list[str]:
             archived_messages=await store.count_archived(session.chat_key),
             last_compaction=last,
             now=services.clock(),
+            memory_counts=(await store.load_memory(session.id)).counts(),
         )
     ]
 
@@ -149,10 +150,7 @@ def compress_report_lines(report: CompactionReport, *, focus: str | None, show: 
     if report.outcome in ("aborted", "error", "conflict"):
         return [f"⚠️ Compression aborted ({report.error or 'summary failed'}). Nothing was lost."]
     if not report.changed:
-        return [
-            f"Nothing to compress yet ({report.messages_before} messages, "
-            f"{report.tokens_before:,} tokens): the recent messages are all kept verbatim."
-        ]
+        return [_why_not_compressed(report)]
     lines = [
         f"🗜️ Compressed: {report.messages_before} → {report.messages_after} messages, "
         f"{report.tokens_before:,} → {report.tokens_after:,} tokens"
@@ -166,6 +164,21 @@ def compress_report_lines(report: CompactionReport, *, focus: str | None, show: 
     if show and report.summary:
         lines.append(report.summary)
     return lines
+
+
+def _why_not_compressed(report: CompactionReport) -> str:
+    """The true reason a forced compaction changed nothing."""
+    size = f"{report.messages_before} messages, {report.tokens_before:,} tokens"
+    if report.error == "summary not smaller":
+        return (
+            f"Nothing compressed ({size}): a summary of the older messages would not be smaller "
+            "than the messages themselves, so they stay as they are."
+        )
+    if report.outcome == "conflict":
+        return "Another change to this chat landed first; nothing was compressed. Try again."
+    if report.outcome == "error":
+        return f"⚠️ Compression failed ({report.error or 'error'}). Nothing was lost."
+    return f"Nothing to compress yet ({size}): the recent messages are all kept verbatim."
 
 
 async def _new(args: str, ctx: CommandContext) -> list[str]:

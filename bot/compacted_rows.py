@@ -24,14 +24,18 @@ def to_rows(
     rows = []
     for message in messages:
         original = by_print.get(_fingerprint(message))
+        # A row carried over verbatim keeps its stored kind and count: a member's text that
+        # merely looks like a summary never becomes one (SPEC 6.9), and nothing stored is
+        # tokenized again. Only rows the compressor wrote are new.
+        verbatim = original is not None
+        kind: MessageKind = original.kind if original is not None else "message"
         if original is None:
             # A summary merged into a carried message keeps that message's author.
             prior = unwrap_merged(content_text(message.get("content")))
             if prior is not None:
                 original = by_print.get(_fingerprint({**message, "content": prior}))
-        kind: MessageKind = (
-            "summary" if is_summary_text(content_text(message.get("content"))) else "message"
-        )
+            if is_summary_text(content_text(message.get("content"))):
+                kind = "summary"
         extra: dict[str, Any] = {}
         if original is not None:
             extra = {
@@ -40,9 +44,6 @@ def to_rows(
                 "platform_message_id": original.platform_message_id,
                 "created_at": original.created_at,
             }
-            if original.kind != "message" and kind == "message":
-                kind = original.kind
-        rows.append(
-            NewMessage.from_openai(message, counter.count_message(message), kind=kind, **extra)
-        )
+        tokens = original.tokens if verbatim and original else counter.count_message(message)
+        rows.append(NewMessage.from_openai(message, tokens, kind=kind, **extra))
     return rows

@@ -12,6 +12,7 @@ from typing import Any
 
 from bot.compacted_rows import to_rows
 from bot.exclusivity import CompactionLeases, Lease, Sleep, StoreLeases
+from bot.memory_inputs import memory_inputs
 from bot.metrics import Metrics
 from bot.store.base import (
     CompressionEvent,
@@ -26,6 +27,7 @@ from compression import (
     ContextCompressor,
     Summarizer,
 )
+from compression.memory import Memory
 from compression.state import CompressorState
 from compression.tokens import TokenCounter
 from compression.transcript import content_text
@@ -77,6 +79,7 @@ class _Job:
     focus: str | None
     upto_id: int | None
     started: float
+    urgent: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,6 +91,7 @@ class _Outcome:
     watermark: int | None = None
     system_prompt: str | None = None
     state: StateDelta | None = None
+    memory: Memory | None = None
 
 
 class LeaseLost(Exception):
@@ -162,13 +166,15 @@ class SessionCompactor:
         force: bool = False,
         focus: str | None = None,
         upto_id: int | None = None,
+        urgent: bool = False,
     ) -> CompactionReport:
         """Compress the active transcript up to row `upto_id` (default: all of it).
 
         Rows after it, and rows stored while the summary is written, stay live after the
-        compacted set. A failure leaves the transcript exactly as it was.
+        compacted set. A failure leaves the transcript exactly as it was. `urgent`: the caller
+        cannot wait for a summarizer that is rate limited (SPEC 6.4).
         """
-        job = _Job(trigger, settings, system_prompt, force, focus, upto_id, self._clock())
+        job = _Job(trigger, settings, system_prompt, force, focus, upto_id, self._clock(), urgent)
         lease = await self.leases.acquire(session_id, trigger)
         if lease is None:
             session = await self._store.get_session(session_id)
@@ -231,9 +237,16 @@ class SessionCompactor:
         messages = [system, *(m.to_openai() for m in considered)]
         # The stored counts, so compress() tokenizes nothing that was stored.
         counts = [self._counter.count_message(system), *(m.tokens for m in considered)]
+        memory = await self._store.load_memory(session.id)
         try:
             result = await compressor.compress(
-                messages, focus_topic=job.focus, force=job.force, pins=pins, token_counts=counts
+                messages,
+                focus_topic=job.focus,
+                force=job.force,
+                pins=pins,
+                token_counts=counts,
+                urgent=job.urgent,
+                **await memory_inputs(self._store, session.id, memory, considered),
             )
         finally:
             await self._record_usage(session.chat_key, own_usage)
@@ -262,6 +275,7 @@ class SessionCompactor:
             watermark=considered[-1].id if changed else None,
             system_prompt=new_system,
             state=_changes(before, compressor.state),
+            memory=result.memory if changed else None,
         )
 
     async def _commit(
@@ -281,6 +295,7 @@ class SessionCompactor:
             system_prompt=outcome.system_prompt,
             event=event,
             holder=lease.holder,
+            memory=outcome.memory,
         )
         if commit is None:
             log.warning(

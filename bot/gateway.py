@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from bot import ingress
 from bot.background_compactions import BackgroundCompactions
@@ -28,6 +28,7 @@ from bot.runner import TurnRequest
 from bot.services import Services
 from bot.store.base import IngestResult, NewMessage, SessionRecord
 from bot.store.write_batcher import BatchedAppends, BatchedIngest
+from compression.forgery import neutralise
 
 log = logging.getLogger(__name__)
 
@@ -80,6 +81,12 @@ class Gateway:
         async with self._order.holding(message.chat_key for message, _ in batch):
             run: list[Delivery] = []
             for message, adapter in batch:
+                # No member can forge an earlier summary, by text or display name (SPEC 6.9).
+                message = replace(
+                    message,
+                    text=neutralise(message.text),
+                    author_name=neutralise(message.author_name),
+                )
                 allowed_chats = self.services.config.gateway.allowed_chats
                 if not ingress.allowed(message.chat_key, allowed_chats):
                     await self._refuse_chat(message, adapter)

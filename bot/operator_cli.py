@@ -1,4 +1,7 @@
-"""Operator subcommands: chats, config, compress, history, stats. Errors: one line, exit 1."""
+"""Operator subcommands: chats, config, compress, history (and memory), stats.
+
+Errors: one line, exit 1.
+"""
 
 from __future__ import annotations
 
@@ -16,6 +19,7 @@ from bot.offline_model import OfflineModel
 from bot.store.backends import create_store, parse_store_url
 from bot.store.base import SessionRecord, Store, StoredMessage, StoreError
 from bot.store.sqlite import SqliteStore
+from compression.memory import MemoryEntry
 
 ERROR_EXIT_STATUS = 1
 # Reports: they open the database read-only (no migrations, no session created), so they
@@ -177,6 +181,14 @@ async def _compress(app: App, args: argparse.Namespace) -> None:
 
 async def _history(app: App, args: argparse.Namespace) -> None:
     chat = await _require_chat(app, args.chat)
+    if args.memory:
+        session = await app.services.store.active_session(chat)
+        memory = await app.services.store.load_memory(session.id)
+        if not memory.entries:
+            print(f"{chat}: nothing remembered yet (session {session.id})")
+        for entry in memory.entries:
+            print(_memory_line(entry))
+        return
     rows = await app.services.store.load_history(chat, include_archived=args.all)
     if not args.all:
         shared = [s for s in await _open_sessions(app, chat) if s.scope_user is None]
@@ -191,6 +203,19 @@ def _history_line(row: StoredMessage) -> str:
     who = row.author_name or row.role
     text = row.text.replace("\n", " ⏎ ")
     return f"{row.id:>7} s{row.session_id:<4} {marks} {_when(row.created_at)} {who}: {text}"
+
+
+def _memory_line(entry: MemoryEntry) -> str:
+    """#id kind [status] [speaker, date] text (subject) <- source message ids"""
+    status = "" if entry.status == "current" else f" [{entry.status}"
+    if entry.superseded_by is not None:
+        status += f" by #{entry.superseded_by}"
+    status += "]" if status else ""
+    who = ", ".join(p for p in (entry.speaker, entry.date) if p)
+    subject = f" (subject: {entry.subject})" if entry.subject else ""
+    sources = " <- " + ", ".join(entry.sources) if entry.sources else ""
+    text = entry.text.replace("\n", " ⏎ ")
+    return f"#{entry.id:<5} {entry.kind}{status} [{who}] {text}{subject}{sources}"
 
 
 async def _stats(app: App, args: argparse.Namespace) -> None:

@@ -201,6 +201,7 @@ class AgentRunner:
             system_prompt=await self._system_prompt_for(turn.request.chat_key),
             force=force,
             upto_id=turn.anchor_id,
+            urgent=trigger == "overflow",
         )
         if report.outcome == "locked":
             # Another path (hygiene, overnight, the CLI) holds the lease: its result is ours.

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from bot.store.base import CompressionEvent, SessionRecord, UsageRow
 from compression import compute_threshold_tokens
@@ -31,6 +31,7 @@ def status_text(
     archived_messages: int,
     last_compaction: CompressionEvent | None,
     now: float,
+    memory_counts: Mapping[str, int] | None = None,
 ) -> str:
     state = session.compressor
     used = max(state.last_prompt_tokens, session.active_tokens)
@@ -44,6 +45,7 @@ def status_text(
         f"background hygiene at {hygiene_at:,} (hygiene_threshold {hygiene_threshold:.0%})",
         f"Messages: {session.active_messages:,} active, {archived_messages:,} archived",
         f"Compactions: {state.compression_count}",
+        "Memory: " + (memory_line(memory_counts) if memory_counts else "nothing remembered yet"),
     ]
     if last_compaction is not None:
         lines.append(
@@ -62,6 +64,31 @@ def status_text(
     else:
         lines.append("Breaker: ok")
     return "\n".join(lines)
+
+
+# How /status names each kind of memory entry (SPEC 6.11), singular and plural.
+_KIND_NAMES = {
+    "participant": ("participant", "participants"),
+    "rule": ("rule", "rules"),
+    "decision": ("decision", "decisions"),
+    "fact": ("fact", "facts"),
+    "preference": ("preference", "preferences"),
+    "action": ("action item", "action items"),
+    "question": ("question", "questions"),
+    "link": ("link", "links"),
+    "tool": ("tool call", "tool calls"),
+    "topic": ("topic", "topics"),
+    "narrative": ("note", "notes"),
+}
+
+
+def memory_line(counts: Mapping[str, int]) -> str:
+    """ "12 participants, 3 rules, 1 decision" """
+    parts = []
+    for kind, count in counts.items():
+        one, many = _KIND_NAMES.get(kind, (kind, kind))
+        parts.append(f"{count} {one if count == 1 else many}")
+    return ", ".join(parts)
 
 
 def usage_text(rows: Sequence[UsageRow], *, today: str) -> str:

@@ -1,4 +1,4 @@
-"""The agent's tools (search_history, remember, chat_stats): schemas and their execution."""
+"""The agent's tools (search_history, recall, remember, chat_stats): schemas and execution."""
 
 from __future__ import annotations
 
@@ -11,13 +11,16 @@ from datetime import UTC, datetime
 from typing import Any
 
 from bot.llm import ToolCall
+from bot.recall import DEFAULT_RECALL_LIMIT, MAX_RECALL_LIMIT, recall, valid_kind
 from bot.store.base import SearchHit, Store, StoreError
+from compression.memory import ENTRY_KINDS
 from compression.template import is_summary_text
 from compression.transcript import split_speaker
 
 log = logging.getLogger(__name__)
 
 SEARCH_HISTORY = "search_history"
+RECALL = "recall"
 REMEMBER = "remember"
 CHAT_STATS = "chat_stats"
 DEFAULT_SEARCH_LIMIT = 5
@@ -73,6 +76,23 @@ TOOL_SCHEMAS: list[dict[str, Any]] = [
                 "minimum": 1,
                 "maximum": MAX_SEARCH_LIMIT,
                 "default": DEFAULT_SEARCH_LIMIT,
+            },
+        },
+        ["query"],
+    ),
+    _function(
+        RECALL,
+        "Look up what this chat's memory holds (rules, decisions, facts, action items, …), "
+        "including entries the summary had no room for and values that were replaced. "
+        "Use a few keywords; optionally one kind.",
+        {
+            "query": {"type": "string", "description": "Keywords; every one must match."},
+            "kind": {"type": "string", "enum": list(ENTRY_KINDS), "description": "Entry kind."},
+            "limit": {
+                "type": "integer",
+                "minimum": 1,
+                "maximum": MAX_RECALL_LIMIT,
+                "default": DEFAULT_RECALL_LIMIT,
             },
         },
         ["query"],
@@ -216,6 +236,19 @@ def _plain_text(text: str) -> str:
     return " ".join(texts) if texts else text
 
 
+async def _recall(args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
+    query = args.get("query")
+    if not isinstance(query, str) or not query.strip():
+        raise ToolArgumentError("query must be a non-empty string")
+    kind = args.get("kind")
+    if kind is not None and valid_kind(kind) is None:
+        raise ToolArgumentError(f"kind must be one of: {', '.join(ENTRY_KINDS)}")
+    limit = min(_limit(args.get("limit", DEFAULT_RECALL_LIMIT)), MAX_RECALL_LIMIT)
+    memory = await ctx.store.load_memory(ctx.session_id)
+    entries = recall(memory, search_terms(query), kind=valid_kind(kind), limit=limit)
+    return {"query": query, "entries": entries, "count": len(entries)}
+
+
 async def _remember(args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
     if not ctx.can_remember:
         return {"error": "only chat admins can pin facts here"}
@@ -247,6 +280,7 @@ async def _chat_stats(args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
 _Handler = Callable[[dict[str, Any], ToolContext], Awaitable[dict[str, Any]]]
 _HANDLERS: dict[str, _Handler] = {
     SEARCH_HISTORY: _search_history,
+    RECALL: _recall,
     REMEMBER: _remember,
     CHAT_STATS: _chat_stats,
 }

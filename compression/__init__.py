@@ -13,6 +13,7 @@ from compression.engine import (
     load_engine,
 )
 from compression.hygiene import hygiene_reason
+from compression.memory import Memory, MemoryEntry, MessageSource
 from compression.result import CompressionResult, Outcome
 from compression.state import CompressorState
 from compression.summarizer import (
@@ -21,6 +22,7 @@ from compression.summarizer import (
     SummaryError,
     SummaryNetworkError,
     SummaryRequest,
+    SummaryTransientError,
 )
 from compression.template import SUMMARY_END_MARKER, SUMMARY_PREFIX
 from compression.thresholds import CompressorConfig, compute_threshold_tokens
@@ -33,12 +35,16 @@ __all__ = [
     "CompressorState",
     "ContextCompressor",
     "ContextEngine",
+    "Memory",
+    "MemoryEntry",
+    "MessageSource",
     "Outcome",
     "Summarizer",
     "SummaryAuthError",
     "SummaryError",
     "SummaryNetworkError",
     "SummaryRequest",
+    "SummaryTransientError",
     "UnknownEngineError",
     "check_summary_model_feasibility",
     "compute_threshold_tokens",

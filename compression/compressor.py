@@ -12,42 +12,26 @@ from typing import Any
 from compression import breaker
 from compression.assemble import assemble
 from compression.boundaries import Boundaries, plan_boundaries
-from compression.deterministic import deterministic_summary
 from compression.engine import ContextEngine
+from compression.fold import Folded, Span, extract_all, fold, fold_in_cooldown
+from compression.fold_inputs import build_ask, chars_per_token, legacy_memory, reread_span
 from compression.handoff import take_handoffs
+from compression.memory import Memory, MessageSource
+from compression.memory_render import render_memory
 from compression.message_counts import input_counts, recounted, total_of
 from compression.prune import prune_tracked
-from compression.redact import redact, redaction_memo
+from compression.redact import redaction_memo
 from compression.result import CompressionResult, Outcome
-from compression.state import CompressorState, CooldownCause
-from compression.summarizer import (
-    Summarizer,
-    SummaryAuthError,
-    SummaryNetworkError,
-    SummaryRequest,
-)
-from compression.summary_input import derive_focus, participants, summary_turns
-from compression.template import ensure_pins
+from compression.state import CompressorState
+from compression.summarizer import Summarizer
+from compression.template import ensure_pins, pin_lines
 from compression.thresholds import CompressorConfig
 from compression.tokens import MessageCounter, uncached_counter_for
 
-# The summarizer input must fit the summary model: the template costs about this many tokens,
-# and rendering adds labels, so only 85 % of the remaining room is filled.
-SUMMARY_PROMPT_OVERHEAD_TOKENS = 1_200
-INPUT_SAFETY_MARGIN = 0.85
-MIN_SUMMARY_INPUT_CHARS = 4_000
-MAX_SUMMARY_INPUT_CHARS = 160_000
+# SPEC 6.9: the extractor's summary is at most 8,000 characters.
+EXTRACTED_MAX_CHARS = 8_000
 
 log = logging.getLogger(__name__)
-
-# asyncio.TimeoutError is TimeoutError since 3.11; raw transport errors from any summarizer
-# mean "could not reach it", which must keep the transcript (Hermes #29559).
-NETWORK_ERRORS: tuple[type[BaseException], ...] = (
-    SummaryNetworkError,
-    ConnectionError,
-    TimeoutError,
-)
-ERROR_TEXT_CHARS = 200
 
 Messages = Sequence[Mapping[str, Any]]
 
@@ -59,6 +43,7 @@ class _Plan:
     previous_summary: str | None
     previous_tokens: int  # an upper bound: the tokens of the messages that carried it
     boundaries: Boundaries
+    origin: tuple[int, ...]  # index in the caller's list of each working message
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,6 +51,7 @@ class _Summary:
     body: str | None
     outcome: Outcome
     error: str | None = None
+    memory: Memory | None = None
 
 
 class ContextCompressor(ContextEngine):
@@ -78,11 +64,13 @@ class ContextCompressor(ContextEngine):
         *,
         state: CompressorState | None = None,
         clock: Callable[[], float] = time.time,
+        memory: Memory | None = None,
         counter: MessageCounter | None = None,
     ) -> None:
         self._config = config
         self._summarizer = summarizer
         self._state = state or CompressorState()
+        self._memory = memory or Memory()
         self._clock = clock
         # Uncached: what a call counts itself (new texts) must not outlive the call.
         self._counter = counter or uncached_counter_for(config.model)
@@ -95,6 +83,10 @@ class ContextCompressor(ContextEngine):
     @property
     def state(self) -> CompressorState:
         return self._state
+
+    @property
+    def memory(self) -> Memory:
+        return self._memory
 
     @property
     def threshold_tokens(self) -> int:
@@ -129,6 +121,7 @@ class ContextCompressor(ContextEngine):
 
     def on_session_reset(self) -> None:
         self._state = CompressorState()
+        self._memory = Memory()
 
     def should_compress(self, prompt_tokens: int | None = None) -> bool:
         """True when automatic compaction should run; the -1 sentinel means "wait"."""
@@ -153,10 +146,14 @@ class ContextCompressor(ContextEngine):
         return not was_paused and breaker.is_paused(self._state, now)
 
     def has_content_to_compress(
-        self, messages: Messages, *, token_counts: Sequence[int] | None = None
+        self,
+        messages: Messages,
+        *,
+        token_counts: Sequence[int] | None = None,
+        kinds: Sequence[str] | None = None,
     ) -> bool:
         counts = input_counts(messages, token_counts, self._counter)
-        return not self._plan(messages, counts).boundaries.empty
+        return not self._plan(messages, counts, kinds).boundaries.empty
 
     async def compress(
         self,
@@ -166,6 +163,11 @@ class ContextCompressor(ContextEngine):
         focus_topic: str | None = None,
         force: bool = False,
         pins: Sequence[str] = (),
+        urgent: bool = False,
+        memory: Memory | None = None,
+        kinds: Sequence[str] | None = None,
+        sources: Sequence[MessageSource | None] | None = None,
+        reread: Mapping[str, Mapping[str, Any]] | None = None,
         token_counts: Sequence[int] | None = None,
     ) -> CompressionResult:
         """Compact `messages`; never raises for summarizer failures, never mutates the input.
@@ -173,10 +175,18 @@ class ContextCompressor(ContextEngine):
         `token_counts`: one count per message (the store's); those messages are not tokenized
         again. Raises TokenCountsError when they do not fit the messages. `current_tokens` is
         accepted for API stability; decisions use local counts only.
+        `memory` is the session's memory (default: this compressor's own); `kinds` marks the
+        caller's summary rows ("summary"), so no text is taken for one by its wording;
+        `sources` (one per message) are recorded in the memory; `reread` holds the archived
+        messages of `memory.reread` by id, read again by the summarizer (SPEC 6.11).
         """
         counts = input_counts(messages, token_counts, self._counter)
+        if memory is not None:
+            self._memory = memory
         with redaction_memo():
-            return await self._compress(messages, counts, focus_topic, force, pins)
+            return await self._compress(
+                messages, counts, focus_topic, force, pins, urgent, kinds, sources, reread
+            )
 
     async def _compress(
         self,
@@ -185,6 +195,10 @@ class ContextCompressor(ContextEngine):
         focus_topic: str | None,
         force: bool,
         pins: Sequence[str],
+        urgent: bool,
+        kinds: Sequence[str] | None,
+        sources: Sequence[MessageSource | None] | None,
+        reread: Mapping[str, Mapping[str, Any]] | None,
     ) -> CompressionResult:
         now = self._clock()
         before = sum(counts)
@@ -192,16 +206,22 @@ class ContextCompressor(ContextEngine):
             self._state = breaker.lift_cooldown(self._state)
         elif breaker.is_paused(self._state, now):
             return self._unchanged(messages, before, "noop", "breaker paused", strike=False)
-        plan = self._plan(messages, counts)
+        plan = self._plan(messages, counts, kinds)
         if plan.boundaries.empty:
             return self._unchanged(messages, before, "noop", "nothing to compress", strike=True)
         start, end = plan.boundaries.start, plan.boundaries.end
         pruned, changed = prune_tracked(plan.working, end)
         pruned_tokens = recounted(pruned, plan.tokens, changed, self._counter)
         middle = pruned[start:end]
-        request = self._request(plan, middle, sum(pruned_tokens[start:end]), focus_topic, pins, now)
-        summary = await self._summarise(request, force, now)
-        if summary.body is None:
+        found = [_source(sources, plan.origin[i]) for i in range(start, end)]
+        span = Span(
+            middle, [s.id if s else None for s in found], [s.at if s else None for s in found]
+        )
+        middle_tokens = sum(pruned_tokens[start:end])
+        summary = await self._summarise(
+            plan, span, middle_tokens, reread, focus_topic, pins, force, urgent, now
+        )
+        if summary.body is None or summary.memory is None:
             return self._unchanged(messages, before, "aborted", summary.error, strike=False)
         body = ensure_pins(summary.body, tuple(pins))
         kept = pruned[:start] + pruned[end:]
@@ -209,10 +229,14 @@ class ContextCompressor(ContextEngine):
         after = total_of(output, kept, pruned_tokens[:start] + pruned_tokens[end:], self._counter)
         if after >= before:
             return self._unchanged(messages, before, "noop", "summary not smaller", strike=True)
+        self._memory = summary.memory
         return self._completed(output, body, summary, before, after, end - start, now)
 
-    def _plan(self, messages: Messages, counts: Sequence[int]) -> _Plan:
-        handoff = take_handoffs(messages)
+    def _plan(
+        self, messages: Messages, counts: Sequence[int], kinds: Sequence[str] | None
+    ) -> _Plan:
+        flags = [kind == "summary" for kind in kinds] if kinds is not None else None
+        handoff = take_handoffs(messages, flags)
         working = handoff.messages
         tokens = [
             counts[source] if source >= 0 else self._counter.count_message(message)
@@ -226,85 +250,105 @@ class ContextCompressor(ContextEngine):
             budget=self.tail_token_budget,
             protect_first_n=self._config.protect_first_n,
             protect_last_n=self._config.protect_last_n,
-            decayed=bool(handoff.bodies),
+            decayed=bool(handoff.bodies) or bool(self._memory.entries),
             tokens=tokens,
         )
         previous_tokens = sum(counts[i] for i in handoff.summary_sources)
-        return _Plan(working, tokens, handoff.previous_summary, previous_tokens, boundaries)
+        return _Plan(
+            working, tokens, handoff.previous_summary, previous_tokens, boundaries, handoff.origin
+        )
 
-    def _request(
+    async def _summarise(
         self,
         plan: _Plan,
-        middle: list[dict[str, Any]],
+        span: Span,
         middle_tokens: int,
+        reread: Mapping[str, Mapping[str, Any]] | None,
         focus_topic: str | None,
         pins: Sequence[str],
+        force: bool,
+        urgent: bool,
         now: float,
-    ) -> SummaryRequest:
-        focus = focus_topic if focus_topic and focus_topic.strip() else derive_focus(plan.working)
-        previous = redact(plan.previous_summary) if plan.previous_summary else None
-        budget = self._config.summary_budget(middle_tokens)
-        chars_per_token = _chars_per_token(middle, middle_tokens)
-        room = self._input_chars(budget, plan.previous_tokens if previous else 0, chars_per_token)
-        return SummaryRequest(
-            turns=summary_turns(middle, max_chars=room),
-            previous_summary=previous,
-            focus_topic=redact(focus) if focus else None,
-            budget_tokens=budget,
-            today=dt.datetime.fromtimestamp(now, tz=dt.UTC).date(),
-            participants=tuple(participants(middle)),
-            pins=tuple(pins),
+    ) -> _Summary:
+        """Fold the span into the memory and render it; `body` None means abort."""
+        memory = self._memory
+        if not memory.entries and plan.previous_summary:
+            memory = legacy_memory(plan.previous_summary, _today(now))
+        span_tokens = middle_tokens + (plan.previous_tokens if plan.previous_summary else 0)
+        budget = self._config.summary_budget(span_tokens)
+        density = chars_per_token(span.turns, middle_tokens)
+        folded = await self._fold(memory, plan, span, reread, focus_topic, pins, force, urgent,
+                                  budget, density, now)  # fmt: skip
+        if folded.memory is None:
+            return _Summary(None, "aborted", folded.error)
+        extracted = self._summarizer is None or folded.extracted
+        # The extractor's summary is never more than half the span it replaces (SPEC 6.6), so
+        # it saves as soon as the span outweighs the fixed framing twice over; a summarizer's
+        # has the summary budget (6.2), and the size check below still rejects a growth.
+        room = min(budget, span_tokens // 2) if extracted else budget
+        rendered = render_memory(
+            folded.memory,
+            budget_tokens=max(0, room),
+            count_tokens=self._counter.count_text,
+            unavailable=self._summarizer is not None and folded.extracted,
+            max_chars=EXTRACTED_MAX_CHARS if extracted else None,
+            reserved_tokens=self._counter.count_text("\n".join(pin_lines(pins))),
         )
+        return _Summary(rendered.body, folded.outcome, folded.error, folded.memory)
 
-    def _input_chars(self, budget_tokens: int, previous_tokens: int, chars_per_token: float) -> int:
-        """Bound the turns so prompt + previous summary + answer fit the summary model's window."""
-        room = (
-            self._config.context_length
-            - budget_tokens
-            - SUMMARY_PROMPT_OVERHEAD_TOKENS
-            - previous_tokens
-        )
-        chars = int(room * chars_per_token * INPUT_SAFETY_MARGIN)
-        return max(MIN_SUMMARY_INPUT_CHARS, min(MAX_SUMMARY_INPUT_CHARS, chars))
-
-    async def _summarise(self, request: SummaryRequest, force: bool, now: float) -> _Summary:
-        """The summary body and its outcome; `body` None means abort and keep the transcript."""
+    async def _fold(
+        self,
+        memory: Memory,
+        plan: _Plan,
+        span: Span,
+        reread: Mapping[str, Mapping[str, Any]] | None,
+        focus_topic: str | None,
+        pins: Sequence[str],
+        force: bool,
+        urgent: bool,
+        budget: int,
+        density: float,
+        now: float,
+    ) -> Folded:
+        today = _today(now)
         if self._summarizer is None:
-            return _Summary(deterministic_summary(request, unavailable=False), "compressed")
+            return Folded(extract_all(memory, [span], today), "compressed", extracted=True)
         state = self._state
+        cause = state.cooldown_cause
         if not force and breaker.in_cooldown(state, now):
             # A failing summarizer is not called again until its cooldown ends (Hermes #11529).
-            if state.cooldown_cause in ("auth", "network") or self._config.abort_on_summary_failure:
-                return _Summary(
-                    None, "aborted", f"summarizer cooling down ({state.cooldown_cause})"
-                )
-            return _Summary(deterministic_summary(request, unavailable=True), "fallback")
-        cause: CooldownCause
-        try:
-            text = await self._summarizer.summarize(request)
-        except SummaryAuthError as exc:
-            cause, error = "auth", _describe(exc)
-        except NETWORK_ERRORS as exc:
-            cause, error = "network", _describe(exc)
-        except Exception as exc:  # any other summarizer bug degrades to the deterministic summary
-            cause, error = "other", _describe(exc)
-        else:
-            body = redact(text).strip() if isinstance(text, str) else ""
-            if body:
-                self._state = breaker.reset_failures(state)
-                return _Summary(body, "compressed")
-            # A proxy answering 200 with empty content must not wipe the middle (#11978).
-            cause, error = "other", "summarizer returned an empty summary"
-        self._state = breaker.arm_cooldown(state, now, cause)
-        log.warning(
-            "summarizer failed session=%s cause=%s streak=%d",
-            self._session_id,
-            cause,
-            self._state.failure_streak,
+            abort = self._config.abort_on_summary_failure
+            return fold_in_cooldown(memory, span, cause, urgent=urgent, abort=abort, today=today)
+        ask = build_ask(
+            memory,
+            plan.working,
+            focus_topic=focus_topic,
+            budget_tokens=budget,
+            today=today,
+            pins=pins,
+            context_length=self._config.context_length,
+            chars_per_token=density,
         )
-        if cause != "other" or self._config.abort_on_summary_failure:
-            return _Summary(None, "aborted", error)
-        return _Summary(deterministic_summary(request, unavailable=True), "fallback", error)
+        folded = await fold(
+            self._summarizer,
+            memory,
+            reread_span(memory, reread),
+            span,
+            ask,
+            urgent=urgent,
+            abort_on_failure=self._config.abort_on_summary_failure,
+        )
+        if folded.cause is None:
+            self._state = breaker.reset_failures(state)
+        else:
+            self._state = breaker.arm_cooldown(state, now, folded.cause)
+            log.warning(
+                "summarizer failed session=%s cause=%s streak=%d",
+                self._session_id,
+                folded.cause,
+                self._state.failure_streak,
+            )
+        return folded
 
     def _unchanged(
         self,
@@ -375,6 +419,7 @@ class ContextCompressor(ContextEngine):
             messages_summarised=summarised,
             cooldown_until=self._cooldown_until(now),
             paused_until=self._new_pause(was_paused, now),
+            memory=summary.memory,
         )
 
     def _cooldown_until(self, now: float) -> float | None:
@@ -393,12 +438,9 @@ def _prompt_tokens(usage: Any) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) else 0
 
 
-def _describe(exc: BaseException) -> str:
-    """A short error for the result; redacted because SDK errors may echo a key fragment."""
-    return redact(f"{type(exc).__name__}: {exc}")[:ERROR_TEXT_CHARS]
+def _today(now: float) -> dt.date:
+    return dt.datetime.fromtimestamp(now, tz=dt.UTC).date()
 
 
-def _chars_per_token(messages: Sequence[dict[str, Any]], tokens: int) -> float:
-    """This middle's own density, so CJK or code is bounded as tightly as English prose."""
-    chars = sum(len(str(m.get("content") or "")) for m in messages)
-    return max(1.0, chars / tokens) if tokens > 0 else 3.0
+def _source(sources: Sequence[MessageSource | None] | None, index: int) -> MessageSource | None:
+    return sources[index] if sources is not None and index < len(sources) else None

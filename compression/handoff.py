@@ -1,7 +1,9 @@
-"""Summaries that earlier compactions left in a transcript, found by their prefix (SPEC 6.3).
+"""Summaries that earlier compactions left in a transcript (SPEC 6.3, 6.9).
 
-Recognising them by content, not by metadata, is what makes a restart or a reload from the
-database see them too; merged ones are unwrapped so the genuine text inside survives (#47274).
+A caller that stores messages says which rows are its summaries (`flags`, from the stored
+kind), so no member can forge one by its wording; without flags (a library caller handing
+back the compressor's own output) they are found by their prefix. Merged ones are unwrapped
+so the genuine text inside survives (#47274).
 """
 
 from __future__ import annotations
@@ -24,10 +26,12 @@ class Handoff:
 
     messages: list[dict[str, Any]]
     bodies: tuple[str, ...]
-    # Where each kept message came from in the input (-1: a merged message, now changed), and
-    # the inputs that carried a summary: so the callers' token counts follow the messages.
+    # Where each kept message came from in the input (-1: a merged message, now changed, so
+    # its count is taken again), and the inputs that carried a summary: so the callers' token
+    # counts follow the messages.
     sources: tuple[int, ...] = ()
     summary_sources: tuple[int, ...] = ()
+    origin: tuple[int, ...] = ()  # index in the input of each kept message, merged ones too
 
     @property
     def previous_summary(self) -> str | None:
@@ -35,16 +39,21 @@ class Handoff:
         return joined or None
 
 
-def take_handoffs(messages: Sequence[Mapping[str, Any]]) -> Handoff:
+def take_handoffs(
+    messages: Sequence[Mapping[str, Any]], flags: Sequence[bool] | None = None
+) -> Handoff:
     """Remove standalone summaries and unwrap merged ones; the input is not modified."""
     kept: list[dict[str, Any]] = []
     bodies: list[str] = []
     sources: list[int] = []
     summary_sources: list[int] = []
+    origin: list[int] = []
     for index, message in enumerate(messages):
-        if not _may_be_summary(message):
+        flagged = flags[index] if flags is not None and index < len(flags) else None
+        if not _may_be_summary(message, flagged):
             kept.append(dict(message))
             sources.append(index)
+            origin.append(index)
             continue
         bodies.append(summary_body(text_of(message)))
         summary_sources.append(index)
@@ -52,14 +61,19 @@ def take_handoffs(messages: Sequence[Mapping[str, Any]]) -> Handoff:
         if restored is not None:
             kept.append(restored)
             sources.append(-1)
-    return Handoff(kept, tuple(bodies), tuple(sources), tuple(summary_sources))
+            origin.append(index)
+    return Handoff(kept, tuple(bodies), tuple(sources), tuple(summary_sources), tuple(origin))
 
 
-def _may_be_summary(message: Mapping[str, Any]) -> bool:
+def _may_be_summary(message: Mapping[str, Any], flagged: bool | None) -> bool:
+    if role_of(message) == "system":
+        return False
+    if flagged is not None:
+        return flagged
     content = message.get("content")
     if _ASCII_NEVER_SUMMARY and isinstance(content, str) and content.isascii():
         return False
-    return role_of(message) != "system" and is_summary_message(message)
+    return is_summary_message(message)
 
 
 def _without_summary(message: Mapping[str, Any]) -> dict[str, Any] | None:

@@ -16,6 +16,7 @@ from compression.summarizer import (
     SummaryError,
     SummaryNetworkError,
     SummaryRequest,
+    SummaryTransientError,
 )
 from compression.template import build_summary_prompt, ensure_pins, is_summary_text, summary_body
 from compression.transcript import strip_think
@@ -26,6 +27,8 @@ UsageCallback = Callable[[str, int, int], None]
 # Statuses that mean the credentials or the account are the problem, not this request.
 _AUTH_STATUSES = frozenset({401, 402, 403})
 _QUOTA_MARKERS = ("insufficient_quota", "quota", "out of credits", "billing")
+# Rate limits, overload and server errors pass: the span waits for the model (SPEC 6.4).
+_TRANSIENT_STATUSES = frozenset({408, 409, 425, 429, 500, 502, 503, 504, 529})
 
 
 class OpenAISummarizer:
@@ -109,6 +112,8 @@ def _status_error(model: str, exc: openai.APIStatusError) -> SummaryError:
     text = f"{code} {exc.message}".lower()
     if exc.status_code in _AUTH_STATUSES or any(marker in text for marker in _QUOTA_MARKERS):
         return SummaryAuthError(f"{detail} ({code or 'auth'})")
+    if exc.status_code in _TRANSIENT_STATUSES or exc.status_code >= 500:
+        return SummaryTransientError(f"{detail} ({code})" if code else detail)
     return SummaryError(f"{detail} ({code})" if code else detail)
 
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from compression.memory import Memory
+
 Outcome = Literal["compressed", "fallback", "aborted", "noop"]
 
 
@@ -25,6 +27,8 @@ class CompressionResult:
     cooldown_until: float | None = None
     # Set when this call tripped the breaker: announce the pause once, it ends at this time.
     paused_until: float | None = None
+    # The session's memory after this call (SPEC 6.11); persist it with the compacted rows.
+    memory: Memory | None = None
 
     @property
     def changed(self) -> bool:

@@ -48,12 +48,12 @@ _NAMED_OWNER = re.compile(
 )
 _VOCATIVE = re.compile(r"^([A-Z][\w-]{1,31})\s*,\s*(?:please|can\s+you|could\s+you)\b")
 _MONTHS = "jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec"
-_FILE_EXTENSIONS = (
+FILE_EXTENSIONS = (
     "py|js|ts|tsx|jsx|md|json|ya?ml|toml|txt|csv|tsv|pdf|docx?|xlsx?|pptx?|png|jpe?g|gif|svg|"
     "zip|tar|gz|sh|html?|css|go|rs|java|kt|rb|php|sql|log|ini|cfg|conf|env|ipynb|mp3|mp4|wav"
 )
 URL = re.compile(r"https?://[^\s<>\"')\]]+[^\s<>\"')\].,;:!?]")
-FILE_NAME = re.compile(rf"(?<![\w/@.-])(?:[\w.-]+/)*[\w-][\w.-]*\.(?:{_FILE_EXTENSIONS})\b")
+FILE_NAME = re.compile(rf"(?<![\w/@.-])(?:[\w.-]+/)*[\w-][\w.-]*\.(?:{FILE_EXTENSIONS})\b")
 _VALUE = re.compile(
     rf"\d|[$€£¥₽]|\b(?:{_MONTHS})[a-z]*\.?\s+\d|"
     r"\b(?:monday|tuesday|wednesday|thursday|friday|saturday|sunday|tomorrow|tonight)\b",

@@ -5,7 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-CooldownCause = Literal["auth", "network", "other"]
+# transient: 429, 5xx or a provider timeout; the span waits for the model (SPEC 6.4).
+CooldownCause = Literal["auth", "network", "transient", "other"]
 
 
 @dataclass(frozen=True, slots=True)

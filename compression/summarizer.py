@@ -20,6 +20,10 @@ class SummaryNetworkError(SummaryError):
     """The summarizer could not be reached (connection refused, reset, timeout)."""
 
 
+class SummaryTransientError(SummaryError):
+    """Rate limited (429), a 5xx or a provider timeout: the model will answer later (SPEC 6.4)."""
+
+
 @dataclass(frozen=True, slots=True)
 class SummaryRequest:
     """Everything a summarizer needs; `turns` are redacted, truncated OpenAI-format dicts."""
@@ -33,6 +37,9 @@ class SummaryRequest:
     pins: Sequence[str] = ()
     language: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+    # The memory's current entries in the line format (compression.memory_format), "" while
+    # it is empty; None from callers without a memory. The reply adds to it, not restates it.
+    memory: str | None = None
 
 
 class Summarizer(Protocol):

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping, Sequence
+from functools import lru_cache
 from typing import Any
 
 from compression.redact import redact, redact_value
-from compression.template import is_summary_text, unwrap_merged
 from compression.transcript import content_text, render_turns, split_speaker, strip_think
 
-__all__ = ["derive_focus", "participants", "render_turns", "summary_turns"]
+__all__ = ["chunk_turns", "derive_focus", "participants", "render_turns", "summary_turns"]
 
 # Per-message bound (Hermes' numbers): a body over the limit keeps its head and its tail.
 BODY_LIMIT_CHARS = 6_000
@@ -18,9 +18,7 @@ BODY_HEAD_CHARS = 4_000
 BODY_TAIL_CHARS = 1_500
 TRUNCATION_MARK = "\n…[truncated]…\n"
 TOOL_ARGS_LIMIT_CHARS = 1_500
-# Default total bound; fits a 128K-token summary model with room for the prompt and output.
-DEFAULT_MAX_CHARS = 160_000
-HEAD_SHARE = 0.45
+PREPARED_CACHE_MESSAGES = 16_384
 # render_turns() puts a blank line between turns.
 _TURN_SEPARATOR_CHARS = 2
 _TOOL_NAME_SLACK_CHARS = 64
@@ -29,67 +27,52 @@ FOCUS_MESSAGE_CHARS = 260
 FOCUS_TOTAL_CHARS = 700
 
 
-def summary_turns(
-    messages: Iterable[Mapping[str, Any]], max_chars: int = DEFAULT_MAX_CHARS
-) -> list[dict[str, Any]]:
-    """Redacted, truncated copies of `messages` within `max_chars` rendered; no summaries."""
-    source = [m for m in messages if _genuine_text(m) is not None]
-    marker_room = 64
-    head: list[dict[str, Any]] = []
+def summary_turns(messages: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Redacted, per-message truncated copies of every message: nothing is left out."""
+    return [_prepare(message) for message in messages]
+
+
+def chunk_turns(turns: Sequence[dict[str, Any]], max_chars: int) -> list[list[dict[str, Any]]]:
+    """Consecutive chunks of `turns`, each within `max_chars` rendered (SPEC 6.5).
+
+    A single turn larger than the bound keeps its tail.
+    """
+    chunks: list[list[dict[str, Any]]] = []
+    current: list[dict[str, Any]] = []
     used = 0
-    head_budget = int(max_chars * HEAD_SHARE)
-    index = 0
-    # Messages are prepared lazily from both ends, so an omitted middle costs nothing.
-    while index < len(source):
-        turn = _prepare(source[index])
+    for turn in turns:
         size = _rendered_chars(turn)
-        if used + size > head_budget:
-            break
-        head.append(turn)
+        if current and used + size > max_chars:
+            chunks.append(current)
+            current, used = [], 0
+        if size > max_chars:
+            turn = _shrink_to(turn, max_chars)
+            size = _rendered_chars(turn)
+        current.append(turn)
         used += size
-        index += 1
-    tail: list[dict[str, Any]] = []
-    last = len(source) - 1
-    while last >= index:
-        turn = _prepare(source[last])
-        size = _rendered_chars(turn)
-        room = max_chars - used - (marker_room if last > index else 0)
-        if size > room:
-            # The newest turn matters most: when even it does not fit, keep its tail.
-            if not tail:
-                tail.append(_shrink_to(turn, room))
-                last -= 1
-            break
-        tail.append(turn)
-        used += size
-        last -= 1
-    tail.reverse()
-    omitted = last - index + 1
-    if omitted <= 0:
-        return head + tail
-    marker = {"role": "system", "content": f"[… {omitted} messages omitted …]"}
-    return [*head, marker, *tail]
+    if current:
+        chunks.append(current)
+    return chunks
 
 
-def _genuine_text(message: Mapping[str, Any]) -> str | None:
-    """The message's own text; None for a standalone summary the caller passes separately."""
-    text = content_text(message.get("content"))
-    if not is_summary_text(text):
-        return text
-    return unwrap_merged(text)
+def _genuine_text(message: Mapping[str, Any]) -> str:
+    """The message's own text: earlier summaries were taken out by `take_handoffs` already."""
+    return content_text(message.get("content"))
 
 
 def _prepare(message: Mapping[str, Any]) -> dict[str, Any]:
     turn = {key: value for key, value in message.items() if key != "tool_calls"}
-    role = message.get("role")
-    text = _genuine_text(message) or ""
-    if role == "assistant":
-        text = strip_think(text)
-    turn["content"] = _truncate(redact(text))
+    turn["content"] = _prepared_text(_genuine_text(message), message.get("role") == "assistant")
     calls = message.get("tool_calls")
     if isinstance(calls, list) and calls:
         turn["tool_calls"] = [_prepare_call(call) for call in calls]
     return turn
+
+
+@lru_cache(maxsize=PREPARED_CACHE_MESSAGES)
+def _prepared_text(text: str, assistant: bool) -> str:
+    """Redacted and truncated once per distinct text: a span is re-read by every compaction."""
+    return _truncate(redact(strip_think(text) if assistant else text))
 
 
 def _prepare_call(call: Any) -> Any:
@@ -177,7 +160,7 @@ def derive_focus(messages: Sequence[Mapping[str, Any]]) -> str | None:
     for message in reversed(messages):
         if message.get("role") != "user":
             continue
-        text = " ".join((_genuine_text(message) or "").split())
+        text = " ".join(_genuine_text(message).split())
         if not text:
             continue
         recent.append(_clip(redact(text), FOCUS_MESSAGE_CHARS))

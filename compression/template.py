@@ -138,6 +138,8 @@ def ensure_pins(body: str, pins: Iterable[str]) -> str:
 
 def build_summary_prompt(request: SummaryRequest) -> str:
     """The single user message that asks an LLM for the group-chat summary (SPEC 6.5)."""
+    if request.memory is not None:
+        return build_memory_prompt(request)
     parts = [_preamble(request)]
     if request.previous_summary:
         parts.append(
@@ -159,6 +161,47 @@ def build_summary_prompt(request: SummaryRequest) -> str:
     if request.focus_topic:
         parts.append(_focus_block(request.focus_topic, request.budget_tokens))
     return "\n\n".join(parts)
+
+
+def build_memory_prompt(request: SummaryRequest) -> str:
+    """Ask for memory entries in the documented line format (SPEC 6.11), not a whole summary."""
+    parts = [
+        _preamble(request).replace("Output only the structured summary", "Output only the lines")
+    ]
+    if request.memory:
+        parts.append(
+            "The chat's memory already holds these entries (carried as they are; do not repeat "
+            f"them):\n<memory>\n{request.memory}\n</memory>"
+        )
+    parts.append(f"NEW TURNS TO READ:\n<turns>\n{render_turns(request.turns)}\n</turns>")
+    if request.participants:
+        parts.append("Participants seen in these turns: " + ", ".join(request.participants))
+    parts.append(_memory_instructions(request))
+    if request.focus_topic:
+        parts.append(f"FOCUS TOPIC (keep everything about it):\n{request.focus_topic.strip()}")
+    return "\n\n".join(parts)
+
+
+def _memory_instructions(request: SummaryRequest) -> str:
+    today = request.today.isoformat()
+    return "\n".join(
+        [
+            "Now write what the memory must learn from the new turns, one entry per line:",
+            "KIND | subject | speaker | text [| owner=NAME] [| due=DATE]",
+            "KIND is RULE, DECISION, FACT, PREFERENCE, ACTION, QUESTION, LINK, TOOL or NOTE.",
+            '- subject: what a value is about ("deploy day", "budget cap"), never a label '
+            'like FACT or Note; "-" when there is none. A new value for the subject of an '
+            'entry above replaces it; write "#ID" as the subject to replace entry ID.',
+            "- text: quote rules and exact values VERBATIM (numbers, amounts, dates, ids, URLs).",
+            "- ANSWER | #ID | speaker | the answer — when question ID was answered.",
+            f"- DONE | #ID | speaker | {today} — when action item ID was finished.",
+            "- Write past actions in the past tense with their date; never invent dates.",
+            "- Never write secrets (API keys, tokens, passwords): write [REDACTED].",
+            f"- {_language_rule(request)}",
+            "- Write nothing else: no headings, no greeting. Entries above that the turns do not "
+            "change need no line.",
+        ]
+    )
 
 
 def _preamble(request: SummaryRequest) -> str:

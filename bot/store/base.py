@@ -7,6 +7,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
+from compression.memory import Memory
 from compression.state import CompressorState
 
 MessageKind = Literal["message", "summary", "note"]
@@ -298,8 +299,10 @@ class TranscriptStore(Protocol):
         system_prompt: str | None = None,
         event: CompressionEvent | None = None,
         holder: str | None = None,
+        memory: Memory | None = None,
     ) -> CompactionCommit | None:
-        """The whole compaction commit, in one transaction.
+        """The whole compaction commit, in one transaction; `memory` (SPEC 6.11), when given,
+        replaces the session's memory in that same transaction.
 
         Archives the active rows up to and including the row `watermark` (in transcript order;
         None archives nothing) and inserts `compacted` in their place, before the rows that came
@@ -308,6 +311,14 @@ class TranscriptStore(Protocol):
         Compare-and-set on `session.version` (and on `holder` still owning the lock): returns
         None and changes nothing if another commit won.
         """
+        ...
+
+    async def load_memory(self, session_id: int) -> Memory:
+        """The session's memory as the last committed compaction left it (empty before one)."""
+        ...
+
+    async def load_messages(self, session_id: int, ids: Sequence[int]) -> list[StoredMessage]:
+        """The session's rows with these ids, archived ones included, in transcript order."""
         ...
 
     async def count_archived(self, chat_key: str) -> int:

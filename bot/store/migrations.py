@@ -172,6 +172,34 @@ CREATE INDEX IF NOT EXISTS messages_session_active ON messages(session_id, activ
 CREATE INDEX IF NOT EXISTS usage_day ON usage(day);
 """
 
+# The session's memory (SPEC 6.11), written in the compaction's own transaction. `sources` is a
+# JSON list of message ids; `memory_reread` lists messages only the extractor has read.
+_SCHEMA_V3 = """
+CREATE TABLE IF NOT EXISTS memory_entries (
+    session_id     INTEGER NOT NULL REFERENCES sessions(id),
+    entry_id       INTEGER NOT NULL,
+    kind           TEXT NOT NULL,
+    text           TEXT NOT NULL,
+    subject        TEXT,
+    speaker        TEXT,
+    date           TEXT,
+    sources        TEXT NOT NULL DEFAULT '[]',
+    status         TEXT NOT NULL DEFAULT 'current',
+    owner          TEXT,
+    due            TEXT,
+    answer         TEXT,
+    closed_on      TEXT,
+    superseded_by  INTEGER,
+    origin         TEXT NOT NULL DEFAULT 'summarizer',
+    PRIMARY KEY (session_id, entry_id)
+);
+CREATE TABLE IF NOT EXISTS memory_reread (
+    session_id  INTEGER NOT NULL REFERENCES sessions(id),
+    message_id  TEXT NOT NULL,
+    PRIMARY KEY (session_id, message_id)
+);
+"""
+
 
 # Updates that could not be parsed or stored: kept (payload truncated) so the operator can see
 # them with `compactbot deadletters`, and acknowledged so they never stall polling. Number 4 is
@@ -204,6 +232,7 @@ class Migration:
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "initial schema", _SCHEMA_V1),
     Migration(2, "indexes for archiving and usage reports", _SCHEMA_V2),
+    Migration(3, "session memory entries", _SCHEMA_V3),
     Migration(4, "dead-letter table for updates that could not be ingested", _SCHEMA_V4),
 )
 LATEST_VERSION = MIGRATIONS[-1].version

@@ -24,6 +24,7 @@ from bot.store.bookkeeping import Bookkeeping
 from bot.store.database import Database, one
 from bot.store.dead_letters import DeadLetters
 from bot.store.hits import FETCH_FACTOR, clamp_limit, distinct_hits
+from bot.store.memory_rows import SELECT_ENTRIES_SQL, SELECT_REREAD_SQL, memory_from_rows
 from bot.store.migrations import TRIGRAM
 from bot.store.settings_cache import RawSettingsCache
 from bot.store.sqlite_tables import SqliteTables
@@ -34,11 +35,13 @@ from bot.store.sqlite_writes import (
     max_seq,
     start_session,
 )
+from compression.memory import Memory
 from compression.state import CompressorState
 
 log = logging.getLogger(__name__)
 
 TRIGRAM_MIN_CHARS = 3  # the trigram tokenizer cannot match anything shorter
+ID_BATCH = 500  # ids per IN (...) query, well under SQLite's variable limit
 
 
 class SqliteStore(CompactionWrites, Bookkeeping, DeadLetters):
@@ -270,6 +273,23 @@ class SqliteStore(CompactionWrites, Bookkeeping, DeadLetters):
             (chat_key,),
         )
         return int(found[0][0])
+
+    async def load_messages(self, session_id: int, ids: Sequence[int]) -> list[StoredMessage]:
+        wanted = list(dict.fromkeys(ids))
+        found = []
+        for start in range(0, len(wanted), ID_BATCH):
+            batch = wanted[start : start + ID_BATCH]
+            marks = ", ".join("?" * len(batch))
+            found += await self._db.fetchall(
+                f"SELECT * FROM messages WHERE session_id = ? AND id IN ({marks})",
+                (session_id, *batch),
+            )
+        return sorted((rows.message_from_row(r) for r in found), key=lambda m: m.id)
+
+    async def load_memory(self, session_id: int) -> Memory:
+        entries = await self._db.fetchall(SELECT_ENTRIES_SQL, (session_id,))
+        reread = await self._db.fetchall(SELECT_REREAD_SQL, (session_id,))
+        return memory_from_rows(entries, reread)
 
     async def search(self, chat_key: str, query: str, limit: int = 10) -> list[SearchHit]:
         """Messages of every session of the chat, archived included, newest first."""

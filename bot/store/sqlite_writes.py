@@ -25,6 +25,8 @@ from bot.store.base import (
     StateDelta,
 )
 from bot.store.database import Database, one
+from bot.store.memory_rows import write_memory
+from compression.memory import Memory
 from compression.state import CompressorState
 
 log = logging.getLogger(__name__)
@@ -134,6 +136,7 @@ class CompactionWrites:
         system_prompt: str | None = None,
         event: CompressionEvent | None = None,
         holder: str | None = None,
+        memory: Memory | None = None,
     ) -> CompactionCommit | None:
         sid = session.id
         now = self._clock()
@@ -165,6 +168,8 @@ class CompactionWrites:
                 )
             if event is not None:
                 await conn.execute(INSERT_EVENT_SQL, event_params(event))
+            if memory is not None:
+                await write_memory(conn, sid, memory)
             if holder is not None:
                 await conn.execute(
                     "DELETE FROM compression_locks WHERE session_id = ? AND holder = ?",

@@ -128,7 +128,8 @@ async def test_force_clears_cooldown_and_calls_summarizer() -> None:
     await compressor.compress(_chat())
     result = await compressor.compress(_chat(), force=True)
     assert result.outcome == "compressed"
-    assert len(summarizer.requests) == 2
+    # One failed call, then the forced run reads the middle (in chunks on an 8K window).
+    assert len(summarizer.requests) >= 2
     assert compressor.state.failure_streak == 0
     assert compressor.state.cooldown_until == 0
 

@@ -14,6 +14,7 @@ from bot.llm import ToolCall
 from bot.store.base import NewMessage
 from bot.store.sqlite import SqliteStore
 from bot.tools import TOOL_SCHEMAS, ToolContext, run_tool, search_terms
+from compression import CompressorConfig, ContextCompressor, MessageSource
 
 CHAT = "console:room"
 DAY = datetime(2026, 11, 29, 12, 0, tzinfo=UTC).timestamp()
@@ -55,9 +56,9 @@ async def _call(ctx: ToolContext, name: str, arguments: str | dict) -> dict:
     return json.loads(await run_tool(ToolCall("c1", name, raw), ctx))
 
 
-def test_schemas_name_the_three_tools():
+def test_schemas_name_the_four_tools():
     names = [t["function"]["name"] for t in TOOL_SCHEMAS]
-    assert names == ["search_history", "remember", "chat_stats"]
+    assert names == ["search_history", "recall", "remember", "chat_stats"]
     assert all(t["type"] == "function" for t in TOOL_SCHEMAS)
     json.dumps(TOOL_SCHEMAS)
 
@@ -228,3 +229,56 @@ async def test_search_marks_archived_hits(store: SqliteStore):
     await store.archive_and_compact(await store.get_session(ctx.session_id), [summary], ids[0])
     result = await _call(ctx, "search_history", {"query": "deploy"})
     assert [(h["speaker"], h["archived"]) for h in result["hits"]] == [("Bob", True)]
+
+
+async def _compact_with_memory(store: SqliteStore, ctx: ToolContext) -> None:
+    """A real compaction's memory: the extractor reads the span, the store keeps the result."""
+    texts = [
+        *(f"hello {i}, the head of the chat is kept verbatim" for i in range(3)),
+        "FACT: The deploy day is Tuesday, build 4411.",
+        "FACT: The budget cap is $800.",
+        "Update: the deploy day moved to Thursday, build 4412.",
+        *(f"chatter {i} about lunch and the weather outside" for i in range(30)),
+    ]
+    ids = await store.append_messages(
+        ctx.session_id, [_said("Bob", text, i / 10) for i, text in enumerate(texts)]
+    )
+    messages = [{"role": "user", "content": f"[Bob] {text}"} for text in texts]
+    sources = [MessageSource(str(i)) for i in ids]
+    compressor = ContextCompressor(CompressorConfig(context_length=8_000, protect_last_n=3))
+    result = await compressor.compress(
+        [{"role": "system", "content": "bot"}, *messages],
+        force=True,
+        sources=[None, *sources],
+    )
+    assert result.memory is not None
+    summary = NewMessage(role="user", content="summary", tokens=3, kind="summary")
+    session = await store.get_session(ctx.session_id)
+    await store.archive_and_compact(session, [summary], ids[-4], result.memory)
+
+
+async def test_recall_finds_remembered_entries_with_their_sources(store: SqliteStore):
+    ctx = await _ctx(store)
+    await _compact_with_memory(store, ctx)
+    result = await _call(ctx, "recall", {"query": "budget cap"})
+    [entry] = result["entries"]
+    assert entry["text"] == "FACT: The budget cap is $800."
+    assert entry["speaker"] == "Bob" and entry["status"] == "current"
+    assert entry["subject"] == "budget cap"
+    assert entry["source_message_ids"]
+
+
+async def test_recall_lists_a_replaced_value_after_the_current_one(store: SqliteStore):
+    ctx = await _ctx(store)
+    await _compact_with_memory(store, ctx)
+    result = await _call(ctx, "recall", {"query": "deploy day", "kind": "fact"})
+    assert [(e["status"], "4412" in e["text"]) for e in result["entries"]] == [
+        ("current", True),
+        ("superseded", False),
+    ]
+
+
+async def test_recall_rejects_an_unknown_kind(store: SqliteStore):
+    ctx = await _ctx(store)
+    result = await _call(ctx, "recall", {"query": "x", "kind": "secrets"})
+    assert "kind must be one of" in result["error"]

@@ -41,8 +41,18 @@ FILLER = " ".join(
 
 
 def message_text(index: int) -> str:
-    """The exact text of message `index`; the test rebuilds it to compare what was stored."""
-    return f"<<m{index}>> note {index}: runner {index % 5} took {index * 7} seconds {FILLER}"
+    """The exact text of message `index`; the test rebuilds it to compare what was stored.
+
+    Each one also sets a new build tag, so every compaction supersedes the memory's last one.
+    """
+    return (
+        f"<<m{index}>> note {index}: runner {index % 5} took {index * 7} seconds {FILLER}. "
+        f"The build tag is {build_tag(index)}."
+    )
+
+
+def build_tag(index: int) -> str:
+    return f"BT{index}X"
 
 
 def inbound(index: int) -> InboundMessage:

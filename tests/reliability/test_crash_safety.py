@@ -1,8 +1,9 @@
 """Crash safety: SIGKILL a real process while it stores messages and compacts a real database file.
 
 After each kill the database is reopened in this process and checked: every message the driver
-reported as stored is there (live or archived) with its exact text, no compaction is half
-applied, running totals match a recount, the lock left behind expires, and compaction works again.
+reported as stored is there (live or archived) with its exact text, no compaction (nor its
+memory, with its supersessions) is half applied, running totals match a recount, the lock left
+behind expires, and compaction works again.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from tests.harness import RecordingAdapter
 from tests.reliability.crash_driver import (
     CHAT_KEY,
     COMPACT_EVERY_MESSAGES,
+    build_tag,
     inbound,
     message_text,
 )
@@ -136,7 +138,26 @@ async def check_consistent(app: App, reported: list[str]) -> list[StoredMessage]
     live_ids = [int(p[1:]) for r in live if (p := r.platform_message_id)]
     assert live_ids == sorted(live_ids), "live order broken"
     await assert_totals_match_recount(store, sorted({r.session_id for r in rows}))
+    await check_memory(app, [int(p[1:]) for p in archived])
     return rows
+
+
+async def check_memory(app: App, summarised: list[int]) -> None:
+    """The memory is exactly what the last committed compaction wrote: one current build tag,
+    the newest summarised one; every older one superseded by a newer entry that exists."""
+    store = app.services.store
+    memory = await store.load_memory((await store.active_session(CHAT_KEY)).id)
+    tags = [e for e in memory.entries if e.subject == "build tag"]
+    if not summarised:
+        assert not tags
+        return
+    current = [e for e in tags if e.status == "current"]
+    assert len(current) == 1, [e.text for e in current]
+    assert build_tag(max(summarised)) in current[0].text
+    ids = {e.id for e in memory.entries}
+    for entry in tags:
+        if entry.status == "superseded":
+            assert entry.superseded_by in ids and entry.superseded_by > entry.id
 
 
 async def compact_again(app: App) -> str:
@@ -167,7 +188,7 @@ def next_index(rows: list[StoredMessage]) -> int:
     return max(ids, default=-1) + 1
 
 
-async def test_sigkill_at_random_points_loses_no_stored_message_nor_half_applies_a_compaction(
+async def test_sigkill_at_random_points_loses_no_message_nor_half_applies_a_compaction_or_memory(
     tmp_path: Path,
 ) -> None:
     config = yaml_config(tmp_path, SECTIONS)

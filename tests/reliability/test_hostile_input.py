@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import re
 import sqlite3
 from collections.abc import Iterator
 from html.parser import HTMLParser
@@ -234,8 +235,8 @@ async def test_prompt_injection_is_summarised_only_as_attributed_reference_text(
         mentions = [line for line in summary.splitlines() if PROMPT_INJECTION in line]
         assert mentions, "the injected message vanished from the summary"
         for line in mentions:
-            # A quoted entry naming who said it, e.g. "- [Mallory] asked: ignore previous ...".
-            assert line.split(PROMPT_INJECTION, 1)[0].startswith("- [Mallory] "), line
+            # A quoted entry naming who said it and when: "- [Mallory, 2026-12-01] ignore …".
+            assert re.match(r"- \[Mallory(, \d{4}-\d{2}-\d{2})?\] ", line), line
         body = summary.split(SUMMARY_PREFIX, 1)[1].split(SUMMARY_END_MARKER, 1)[0]
         assert PROMPT_INJECTION in body  # only inside the reference-only framing
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 
 from bot.store import Store
+from compression.memory import Memory, MemoryEntry
 from tests.store.factories import assistant, summary, user
 
 
@@ -113,3 +114,27 @@ async def test_second_compaction_fences_by_position_not_by_id(store: Store) -> N
     assert [m.text for m in await store.load_active(session.id)] == ["S2", "[alice] late"]
     assert (await store.load_active(session.id))[-1].id == late
     assert await store.count_archived("console:room") == 4 + 2  # m0..m3, then S1 and survivor
+
+
+async def test_the_memory_commits_with_the_compaction_and_a_fenced_out_one_writes_none(
+    store: Store,
+) -> None:
+    session = await store.active_session("console:room")
+    ids = await store.append_messages(session.id, [user("one"), user("two")])
+    first = Memory(
+        (
+            MemoryEntry(1, "fact", "The deploy day is Tuesday.", subject="deploy day",
+                        sources=(str(ids[0]),), status="superseded", superseded_by=2),
+            MemoryEntry(2, "fact", "The deploy day is Thursday.", subject="deploy day",
+                        sources=(str(ids[1]),), origin="extractor"),
+        ),
+        reread=(str(ids[0]),),
+    )  # fmt: skip
+    assert await store.archive_and_compact(session, [summary("first")], ids[-1], first)
+    assert await store.load_memory(session.id) == first
+
+    stale = await store.archive_and_compact(session, [summary("second")], ids[-1], Memory())
+
+    assert stale is None
+    assert await store.load_memory(session.id) == first
+    assert [m.id for m in await store.load_messages(session.id, [ids[1], ids[0]])] == ids

@@ -1,0 +1,71 @@
+"""The session memory's rows (migration 3): written whole inside the compaction's transaction."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any, cast
+
+import aiosqlite
+
+from compression.memory import (
+    ENTRY_KINDS,
+    ENTRY_ORIGINS,
+    ENTRY_STATUSES,
+    EntryKind,
+    EntryOrigin,
+    EntryStatus,
+    Memory,
+    MemoryEntry,
+)
+
+_COLUMNS = (
+    "session_id, entry_id, kind, text, subject, speaker, date, sources, status, owner, due,"
+    " answer, closed_on, superseded_by, origin"
+)
+INSERT_ENTRY_SQL = f"INSERT INTO memory_entries ({_COLUMNS}) VALUES ({', '.join('?' * 15)})"
+SELECT_ENTRIES_SQL = f"SELECT {_COLUMNS} FROM memory_entries WHERE session_id = ? ORDER BY entry_id"
+SELECT_REREAD_SQL = "SELECT message_id FROM memory_reread WHERE session_id = ? ORDER BY rowid"
+
+
+async def write_memory(conn: aiosqlite.Connection, session_id: int, memory: Memory) -> None:
+    """Replace the session's memory; called inside an open transaction."""
+    await conn.execute("DELETE FROM memory_entries WHERE session_id = ?", (session_id,))
+    await conn.execute("DELETE FROM memory_reread WHERE session_id = ?", (session_id,))
+    await conn.executemany(INSERT_ENTRY_SQL, [_params(session_id, e) for e in memory.entries])
+    await conn.executemany(
+        "INSERT OR IGNORE INTO memory_reread (session_id, message_id) VALUES (?, ?)",
+        [(session_id, message_id) for message_id in memory.reread],
+    )
+
+
+def memory_from_rows(entries: Sequence[Any], reread: Sequence[Any]) -> Memory:
+    return Memory(tuple(_entry(row) for row in entries), tuple(str(r[0]) for r in reread))
+
+
+def _params(session_id: int, e: MemoryEntry) -> tuple[Any, ...]:
+    return (
+        session_id, e.id, e.kind, e.text, e.subject, e.speaker, e.date, json.dumps(e.sources),
+        e.status, e.owner, e.due, e.answer, e.closed_on, e.superseded_by, e.origin,
+    )  # fmt: skip
+
+
+def _entry(row: Any) -> MemoryEntry:
+    kind = row[2] if row[2] in ENTRY_KINDS else "narrative"
+    status = row[8] if row[8] in ENTRY_STATUSES else "current"
+    return MemoryEntry(
+        id=int(row[1]),
+        kind=cast(EntryKind, kind),
+        text=row[3],
+        subject=row[4],
+        speaker=row[5],
+        date=row[6],
+        sources=tuple(str(s) for s in json.loads(row[7] or "[]")),
+        status=cast(EntryStatus, status),
+        owner=row[9],
+        due=row[10],
+        answer=row[11],
+        closed_on=row[12],
+        superseded_by=row[13],
+        origin=cast(EntryOrigin, row[14] if row[14] in ENTRY_ORIGINS else "summarizer"),
+    )

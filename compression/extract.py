@@ -1,0 +1,196 @@
+"""The deterministic extractor (SPEC 6.6, 6.11): a span's memory entries without an LLM."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from functools import lru_cache
+from typing import Any
+
+from compression.features import Candidate, message_features
+from compression.memory import MemoryEntry, MemoryUpdate
+from compression.redact import redact
+from compression.salient import clip
+from compression.transcript import (
+    content_text,
+    split_speaker,
+    strip_think,
+    tool_call_parts,
+    turn_date,
+)
+
+OPEN_QUESTIONS_PER_SPAN = 5
+LATEST_ASK_MAX_CHARS = 600
+TOOL_TARGET_CHARS = 120
+ASSISTANT_MIN_WEIGHT = 3
+REDACTED_CACHE_TEXTS = 65_536
+READ_LIMIT_CHARS, READ_HEAD_CHARS, READ_TAIL_CHARS = 6_000, 4_000, 1_500
+LATEST_ASK_SUBJECT = "latest ask"
+_ERROR_WORDS = ("error", "failed", "failure", "exception", "traceback", "timed out", "fatal")
+_TARGET_KEYS = ("path", "file_path", "file", "url", "query", "q", "command", "cmd", "target")
+
+
+@dataclass(frozen=True, slots=True)
+class _Call:
+    call_id: str
+    date: str | None
+    sources: tuple[str, ...]
+
+
+def extract_update(
+    turns: Sequence[Mapping[str, Any]],
+    ids: Sequence[str | None],
+    times: Sequence[float | None],
+    *,
+    today: dt.date,
+) -> MemoryUpdate:
+    """Entries for `turns` (redacted here); `ids` and `times` are their sources, one per turn."""
+    names = _speakers(turns)
+    additions: list[MemoryEntry] = [
+        MemoryEntry(0, "participant", name, speaker=name) for name in names
+    ]
+    questions: list[MemoryEntry] = []
+    failed: set[str] = set()
+    calls: dict[tuple[str, str], _Call] = {}
+    ask: MemoryEntry | None = None
+    for turn, source, at in zip(turns, ids, times, strict=True):
+        sources = (source,) if source else ()
+        role = turn.get("role")
+        date = _date(at) if at is not None else turn_date(turn)
+        if role == "tool":
+            head = content_text(turn.get("content"))[:300].lower()
+            if any(word in head for word in _ERROR_WORDS):
+                failed.add(str(turn.get("tool_call_id")))
+            continue
+        if role not in ("user", "assistant"):
+            continue
+        text = _readable(content_text(turn.get("content")))
+        speaker = "assistant"
+        if role == "user":
+            name, text = split_speaker(text.lstrip())
+            speaker = name or "user"
+        elif "<" in text:
+            text = strip_think(text)
+        features = message_features(text, from_user=role == "user")
+        for found in features.candidates:
+            # The bot's own short replies ("ok, noted 9") are not what the chat said.
+            if role == "user" or found.weight >= ASSISTANT_MIN_WEIGHT:
+                additions.append(_entry(found, speaker, date, sources, today, names))
+        for link in features.links:
+            additions.append(
+                MemoryEntry(
+                    0,
+                    "link",
+                    f"{redacted(link)} (shared by {speaker})",
+                    speaker=speaker,
+                    date=date,
+                    sources=sources,
+                )
+            )
+        for question in features.questions:
+            questions.append(
+                MemoryEntry(
+                    0, "question", redacted(question), speaker=speaker, date=date, sources=sources
+                )
+            )
+        if role == "user" and text.strip():
+            ask_text = clip(" ".join(text.split()), LATEST_ASK_MAX_CHARS)
+            ask = MemoryEntry(
+                0,
+                "topic",
+                ask_text,
+                subject=LATEST_ASK_SUBJECT,
+                speaker=speaker,
+                date=date,
+                sources=sources,
+            )
+        for call in turn.get("tool_calls") or ():
+            name, arguments = tool_call_parts(call)
+            key = (name or "tool", _tool_target(arguments))
+            calls.pop(key, None)
+            call_id = str(call.get("id")) if isinstance(call, Mapping) else ""
+            calls[key] = _Call(call_id, date, sources)
+    for (name, target), call in calls.items():
+        outcome = "failed" if call.call_id in failed else "done"
+        when = f"on {call.date}" if call.date else f"before {today.isoformat()}"
+        text = f"Called {name}({target}) — {outcome} {when}"
+        additions.append(MemoryEntry(0, "tool", text, date=call.date, sources=call.sources))
+    additions += questions[-OPEN_QUESTIONS_PER_SPAN:]
+    if ask is not None:
+        additions.append(replace(ask, text=redacted(ask.text)))
+    return MemoryUpdate(additions=tuple(replace(e, origin="extractor") for e in additions))
+
+
+@lru_cache(maxsize=REDACTED_CACHE_TEXTS)
+def redacted(text: str) -> str:
+    """What the memory keeps of a line: secrets never enter it (SPEC 6.5)."""
+    return redact(text)
+
+
+def _readable(text: str) -> str:
+    """A huge message keeps its head and tail, as the summarizer's copy does."""
+    if len(text) <= READ_LIMIT_CHARS:
+        return text
+    return text[:READ_HEAD_CHARS] + "\n…\n" + text[-READ_TAIL_CHARS:]
+
+
+def _date(at: float) -> str | None:
+    try:
+        return dt.datetime.fromtimestamp(at, tz=dt.UTC).date().isoformat()
+    except (OverflowError, OSError, ValueError):
+        return None
+
+
+def _speakers(turns: Sequence[Mapping[str, Any]]) -> list[str]:
+    names: dict[str, None] = {}
+    for turn in turns:
+        if turn.get("role") == "user":
+            name, _ = split_speaker(content_text(turn.get("content")).lstrip())
+            if name:
+                names.setdefault(name)
+    return list(names)
+
+
+def _entry(
+    found: Candidate,
+    speaker: str,
+    date: str | None,
+    sources: tuple[str, ...],
+    today: dt.date,
+    names: Sequence[str],
+) -> MemoryEntry:
+    subject = found.subject
+    if subject is not None and found.first_person:
+        subject = f"{speaker}'s {subject}"
+    owner = None
+    if found.kind == "action":
+        named = found.named_owner if found.named_owner in names else None
+        owner = found.owner_hint or named or (speaker if found.self_owned else "the group")
+    return MemoryEntry(
+        0,
+        found.kind,
+        redacted(found.text),
+        subject=subject,
+        speaker=speaker,
+        date=date or (today.isoformat() if found.kind == "action" else None),
+        sources=sources,
+        owner=owner,
+        due=found.due,
+    )
+
+
+def _tool_target(arguments: str) -> str:
+    """The argument that says what a tool call acted on, short and redacted."""
+    try:
+        parsed = json.loads(arguments) if arguments else {}
+    except ValueError:
+        return clip(redact(" ".join(arguments.split())), TOOL_TARGET_CHARS)
+    if isinstance(parsed, Mapping):
+        chosen = next((parsed[k] for k in _TARGET_KEYS if isinstance(parsed.get(k), str)), None)
+        if chosen is None:
+            chosen = next((v for v in parsed.values() if isinstance(v, str | int | float)), "")
+        parsed = chosen
+    text = parsed if isinstance(parsed, str) else json.dumps(parsed, ensure_ascii=False)
+    return json.dumps(clip(redact(" ".join(text.split())), TOOL_TARGET_CHARS), ensure_ascii=False)

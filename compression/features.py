@@ -1,0 +1,355 @@
+"""What one message says that a memory must keep (SPEC 6.6): computed once per message text.
+
+`message_features` is pure and cached by text, so a session compacted again and again never
+re-reads a message it already read, and cheap substring tests run before any regular
+expression. Subjects are real subjects ("launch date"), never a line's label ("FACT:").
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Literal
+
+from compression.salient import FILE_EXTENSIONS, FILE_NAME, URL, clip, sentences
+
+FeatureKind = Literal["rule", "decision", "fact", "preference", "action"]
+
+FEATURE_CACHE_MESSAGES = 65_536
+# A message this short is one entry: "CONSTRAINT: Spend cap is €800. Never exceed it." keeps
+# its cap and its rule together instead of two half-entries.
+WHOLE_MESSAGE_CHARS = 280
+ENTRY_MAX_CHARS = 400
+SUBJECT_MAX_WORDS = 6
+SUBJECT_SCAN_CHARS = 200
+MAX_LABELS = 3
+
+_LABEL = re.compile(r"^(?P<label>[A-Za-z][A-Za-z ]{0,28}?)\s*:\s+(?=\S)")
+# Labels that start many unrelated lines; the kind they hint at, if any.
+_LABEL_KINDS: dict[str, FeatureKind | None] = {
+    **dict.fromkeys(("fact", "facts", "value", "info", "key fact", "data"), "fact"),
+    **dict.fromkeys(("rule", "rules", "constraint", "house rule", "chat rule"), "rule"),
+    **dict.fromkeys(("safety rule", "policy", "requirement", "limit", "group rule"), "rule"),
+    **dict.fromkeys(("decision", "final decision", "decided", "resolution"), "decision"),
+    **dict.fromkeys(("action", "action item", "todo", "to-do", "task"), "action"),
+    **dict.fromkeys(("note", "notes", "update", "fyi", "reminder", "correction"), None),
+    **dict.fromkeys(("important", "warning", "ps", "re", "btw", "heads up", "nb"), None),
+}
+# A label of several words is still a label when one of them is ("Rule for this group:").
+_LABEL_WORDS = frozenset({"rule", "rules", "note", "fact", "constraint", "decision", "update",
+                          "reminder", "policy", "todo", "fyi"})  # fmt: skip
+_TAG = re.compile(r"^\[[^\]]{1,80}\]\s*")
+_OPENER = re.compile(
+    r"^(?:(?:update|note|fyi|correction|actually|ok|okay|so|also|btw|reminder|ps|heads up|"
+    r"well|and|but|oh)\s*[:,!-]?\s+)+",
+    re.IGNORECASE,
+)
+_COPULA = re.compile(
+    r"\s(?:is|are|was|were|will\s+be|has\s+been|have\s+been|changed\s+to|moved\s+to|"
+    r"moves\s+to|set\s+to|becomes|equals)(?:\s+now)?\s|\s*[=:]\s|\s*→\s",
+    re.IGNORECASE,
+)
+_ARTICLE = re.compile(
+    r"^(?:(?:the|our|a|an|this|that|their|your)\s+)?"
+    r"(?:(?:new|updated|current|final|latest|old)\s+)?",
+    re.IGNORECASE,
+)
+_NOT_SUBJECTS = frozenset(
+    {
+        *("i", "it", "this", "that", "there", "he", "she", "they", "we", "you", "what", "who"),
+        *("which", "here", "thing", "one", "everything", "nothing", "something", "which one"),
+        *("answer", "question", "the answer", "so", "mine", "yours", "today", "tomorrow"),
+    }
+)
+_DECISION = re.compile(
+    r"\b(?:we\s+decided|decided\s+(?:to|that|on)|(?:we\s+)?agreed|let'?s\s+go\s+with|"
+    r"we'?ll\s+go\s+with|we\s+will\s+go\s+with|going\s+with|settled\s+on|final\s+decision)\b|"
+    r"\bdecision\s*:",
+    re.IGNORECASE,
+)
+_STRONG_PREFERENCE = re.compile(
+    r"\b(?:i\s+prefer|i'd\s+prefer|i\s+would\s+prefer|i'd\s+rather|i\s+would\s+rather|"
+    r"my\s+preference|my\s+favou?rite)\b",
+    re.IGNORECASE,
+)
+# A rule sets what the group does ("Never paste …", "we don't deploy on Fridays", "every
+# expense must carry …"); "I have never been to Utah" and "that must have been scary" do not.
+_RULE = re.compile(
+    r"^(?:never|always|only|don'?t|do\s+not|no\s+\w+|please\s+(?:never|always|don'?t))\b|"
+    r"\b(?:we|you|everyone|everybody|nobody|no\s+one|members|each|every\s+\w+(?:\s+\w+)?)\s+"
+    r"(?:must|mustn't|never|always|only|should\s+(?:never|always)|(?:do|does)\s+not|don'?t)\b|"
+    r"\b(?:not\s+allowed|no\s+\w+(?:\s+\w+)?\s+(?:is\s+|are\s+)?allowed|forbidden|prohibited|"
+    r"mandatory|required\s+to|only\s+(?:go|goes|use|send|deploy)|must\s+not|rule\s*:)",
+    re.IGNORECASE,
+)
+_ACTION = re.compile(
+    r"\b(?:will|i'll|we'll|todo|to-do|action\s+item|please|should|needs?\s+to|going\s+to)\b",
+    re.IGNORECASE,
+)
+_MENTION = re.compile(r"@([A-Za-z0-9_][\w.-]{0,31})")
+_SELF_OWNER = re.compile(
+    r"\b(?:i'll|i\s+will|i'm\s+going\s+to|i\s+am\s+going\s+to|i\s+can\s+take)\b", re.IGNORECASE
+)
+_NAMED_OWNER = re.compile(r"\b([A-Z][\w-]{1,31})\s+(?:will|should|needs\s+to|has\s+to)\b")
+_VOCATIVE = re.compile(r"^([A-Z][\w-]{1,31})\s*,\s*(?:please|can\s+you|could\s+you)\b")
+_DUE = re.compile(
+    r"\b(?:by|before|due|until|on)\s+(\d{4}-\d{2}-\d{2}|(?:mon|tues|wednes|thurs|fri|satur|sun)"
+    r"day|tomorrow|tonight|next\s+week)\b",
+    re.IGNORECASE,
+)
+# Exact values a summary must not lose: dates, amounts, codes mixing letters and digits.
+_STRONG_VALUE = re.compile(
+    r"\d{4}-\d{2}-\d{2}|[$€£¥₽]\s?\d|\d\s?(?:€|eur|usd|gbp)\b|\d{1,3}(?:,\d{3})+|"
+    r"\b[A-Z]{2,}[-_]?[A-Z0-9]*\d[\w-]*|\b[A-Za-z]+\d+[A-Za-z]+\w*|\b[A-Za-z]{3,}\d+\b|"
+    r"\bv?\d+\.\d+\.\d+"
+)
+_NUMBER = re.compile(r"\b\d{3,}\b")
+_DIGIT = re.compile(r"\d")
+_WEAK_VALUE = re.compile(
+    r"\d|\b(?:monday|tuesday|wednesday|thursday|friday|saturday|sunday)\b", re.IGNORECASE
+)
+# Wording that sets a standing rule for the group rather than describing a habit.
+_NORMATIVE = ("from now on", "not allowed", "nowhere else", "mandatory", "forbidden",
+              "in this group", "in this chat", "prohibited")  # fmt: skip
+# Someone asking the group to keep something: what people expect a memory to hold.
+_KEEP_MARKERS = (
+    "for the record",
+    "remember i said",
+    "remember this",
+    "i suggested",
+    "i was the one",
+    "codename",
+    "keep in mind",
+    "don't forget",
+)
+# Long lines are mostly chatter; a planted rule or value is a sentence or two.
+LONG_LINE_CHARS = (160, 240)
+# Substring gates per kind of signal, tested with C-level `in` before any expression runs.
+_GATES: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("decision", ("decid", "agree", "go with", "going with", "settled", "decision")),
+    ("preference", ("prefer", "rather", "favorite", "favourite")),
+    ("rule", ("never", "must", "always", "only", "don", "do not", "no ", "allowed", "forbid",
+              "prohibit", "mandatory", "required", "rule")),
+    ("action", ("will", "'ll", "todo", "to-do", "action", "please", "should", "need",
+                "going to")),
+    ("keep", _KEEP_MARKERS),
+)  # fmt: skip
+_VALUE_GATE = ("$", "€", "£", "¥", "₽", "://", ".example", "day")
+_FILE_EXTENSION = re.compile(rf"\.(?:{FILE_EXTENSIONS})\b")
+
+
+@dataclass(frozen=True, slots=True)
+class Candidate:
+    """One thing worth remembering in a message, before the speaker and date are known."""
+
+    kind: FeatureKind
+    text: str
+    subject: str | None
+    weight: int  # how much a summary loses without it: values, labels, "remember" markers
+    first_person: bool  # "my pick …": the subject belongs to the speaker
+    owner_hint: str | None = None  # a mention or a name addressed ("Bob, please …")
+    named_owner: str | None = None  # "Bob will …": an owner only if Bob is in the chat
+    self_owned: bool = False
+    due: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Features:
+    candidates: tuple[Candidate, ...]
+    links: tuple[str, ...]
+    questions: tuple[str, ...]
+
+
+@lru_cache(maxsize=FEATURE_CACHE_MESSAGES)
+def message_features(text: str, *, from_user: bool) -> Features:
+    """The candidates, links and questions of one (redacted) message text."""
+    collapsed = " ".join(text.split())
+    if not collapsed:
+        return Features((), (), ())
+    asks = from_user and "?" in text
+    links: tuple[str, ...] = ()
+    if "://" in text or ("." in text and _FILE_EXTENSION.search(text)):
+        links = tuple(dict.fromkeys([*URL.findall(text), *FILE_NAME.findall(text)]))
+    # Most chat lines carry no signal at all: no sentence splitting, no expressions for them.
+    signals = _signals(collapsed.lower())
+    if not asks and not signals and ":" not in collapsed:
+        return Features((), links, ())
+    parts = [clip(collapsed, ENTRY_MAX_CHARS)] if len(collapsed) <= WHOLE_MESSAGE_CHARS else []
+    pieces = sentences(text)
+    candidates: list[Candidate] = []
+    if parts:
+        found = _candidate(parts[0], pieces, signals)
+        if found is not None:
+            candidates.append(found)
+    else:
+        for sentence in pieces:
+            found = _candidate(sentence, [sentence])
+            if found is not None:
+                candidates.append(found)
+    questions = tuple(s for s in pieces if s.endswith("?")) if asks else ()
+    return Features(tuple(candidates), links, questions)
+
+
+def _signals(lowered: str) -> frozenset[str]:
+    """Which kinds of signal words a line holds; substring tests only, no expression scans."""
+    found = {name for name, words in _GATES if any(map(lowered.__contains__, words))}
+    if (
+        _DIGIT.search(lowered)
+        or any(map(lowered.__contains__, _VALUE_GATE))
+        or ("." in lowered and _FILE_EXTENSION.search(lowered))
+    ):
+        found.add("value")
+    return frozenset(found)
+
+
+def _candidate(
+    text: str, pieces: list[str], signals: frozenset[str] | None = None
+) -> Candidate | None:
+    label, body = _split_label(text)
+    lowered = text.lower()
+    if signals is None:
+        signals = _signals(lowered)
+    if not signals and label is None:
+        return None  # no keyword, no value, no label: chatter
+    labelled = label_kind(label) if label else None
+    kind = labelled or _kind(text, lowered, pieces, signals)
+    value = _value_weight(text) if "value" in signals else 0
+    keep = "keep" in signals and any(marker in lowered for marker in _KEEP_MARKERS)
+    if kind is None:
+        if value >= 2 or keep or label:
+            kind = "fact"
+        elif value == 0:
+            return None
+        else:
+            kind = "fact"
+    weight = value + (2 if keep else 0) + (2 if label else 0)
+    if kind == "preference" and not _STRONG_PREFERENCE.search(text):
+        weight -= 2
+    subject, first_person = subject_of(body) if kind != "action" else (None, False)
+    due_match = _DUE.search(text) if kind == "action" else None
+    owner_hint = named = None
+    self_owned = False
+    if kind == "action":
+        mention = _MENTION.search(text)
+        vocative = _VOCATIVE.match(body)
+        owner_hint = mention.group(1) if mention else (vocative.group(1) if vocative else None)
+        named_match = _NAMED_OWNER.search(text)
+        named = named_match.group(1) if named_match else None
+        self_owned = bool(_SELF_OWNER.search(text)) or labelled == "action"
+    return Candidate(
+        kind=kind,
+        text=text,
+        subject=subject,
+        weight=weight,
+        first_person=first_person,
+        owner_hint=owner_hint,
+        named_owner=named,
+        self_owned=self_owned,
+        due=due_match.group(1) if due_match else None,
+    )
+
+
+def _kind(
+    text: str, lowered: str, pieces: list[str], signals: frozenset[str]
+) -> FeatureKind | None:
+    if "decision" in signals and _DECISION.search(lowered):
+        return "decision"
+    if "preference" in signals and _STRONG_PREFERENCE.search(lowered):
+        return "preference"
+    if "rule" in signals and any(
+        _RULE.search(_strip_opening(piece)) for piece in pieces if len(piece.split()) >= 4
+    ):
+        return "rule"
+    owned = "@" in lowered or _VOCATIVE.match(text) or _SELF_OWNER.search(lowered)
+    if "action" in signals and owned and _ACTION.search(lowered):
+        return "action"
+    return None
+
+
+@lru_cache(maxsize=FEATURE_CACHE_MESSAGES)
+def text_weight(text: str) -> int:
+    """How much a summary loses without this line: exact values, labels, "remember" markers."""
+    label, _ = _split_label(text)
+    lowered = text.lower()
+    keep = any(marker in lowered for marker in _KEEP_MARKERS)
+    normative = any(marker in lowered for marker in _NORMATIVE)
+    length = sum(len(text) > limit for limit in LONG_LINE_CHARS)
+    return (
+        _value_weight(text)
+        + (2 if keep else 0)
+        + (2 if label else 0)
+        + (2 if normative else 0)
+        - length
+    )
+
+
+def _strip_opening(text: str) -> str:
+    label, body = _split_label(text)
+    return body if label else text
+
+
+def _value_weight(text: str) -> int:
+    """3 for an exact value (a date, an amount, a code, a URL or file), 2 for a long number,
+    1 for any other number or a weekday."""
+    if "://" in text or ".example" in text or (("." in text) and FILE_NAME.search(text)):
+        return 3
+    has_digit = _DIGIT.search(text) is not None
+    if has_digit and _STRONG_VALUE.search(text):
+        return 3
+    if has_digit and _NUMBER.search(text):
+        return 2
+    if has_digit or ("day" in text.lower() and _WEAK_VALUE.search(text)):
+        return 1
+    return 0
+
+
+def _split_label(text: str) -> tuple[str | None, str]:
+    """("FACT", "The launch codename is PELICAN") for "FACT: The launch codename is PELICAN"."""
+    if ":" not in text[:32]:
+        return None, text
+    match = _LABEL.match(_TAG.sub("", text))
+    if match is None:
+        return None, text
+    label = match["label"].strip()
+    lowered = label.lower()
+    known = (
+        lowered in _LABEL_KINDS
+        or (label.isupper() and len(label) > 1)
+        or any(word in _LABEL_WORDS for word in lowered.split())
+    )
+    return (label, _TAG.sub("", text)[match.end() :]) if known else (None, text)
+
+
+def label_kind(label: str) -> FeatureKind | None:
+    """The kind a label names: "Rule for this group" is a rule, "Note" names none."""
+    lowered = label.lower()
+    if lowered in _LABEL_KINDS:
+        return _LABEL_KINDS[lowered]
+    return next((_LABEL_KINDS[w] for w in lowered.split() if _LABEL_KINDS.get(w)), None)
+
+
+def subject_of(text: str) -> tuple[str | None, bool]:
+    """What a statement is about ("budget cap"), and whether it is the speaker's own ("my …")."""
+    if _COPULA.search(text[:SUBJECT_SCAN_CHARS]) is None:
+        return None, False
+    body = _OPENER.sub("", _TAG.sub("", text.strip().lstrip("-*• ").strip()))
+    for _ in range(MAX_LABELS):  # "RULE: House rule: never …" carries two labels
+        label, inner = _split_label(body)
+        if not label:
+            break
+        body = _OPENER.sub("", inner)
+    match = _COPULA.search(body[:120])
+    if match is None or match.start() == 0:
+        return None, False
+    head = re.sub(r"[*_`\"']", "", body[: match.start()]).strip()
+    first_person = head.lower().startswith(("my ", "mine "))
+    if first_person:
+        head = head.split(" ", 1)[1] if " " in head else ""
+    head = _ARTICLE.sub("", head)
+    words = head.lower().split()
+    if not words or len(words) > SUBJECT_MAX_WORDS or " ".join(words) in _NOT_SUBJECTS:
+        return None, False
+    if not any(ch.isalpha() for ch in words[0]) or words[0] in ("i", "you", "we", "they"):
+        return None, False
+    return " ".join(words), first_person

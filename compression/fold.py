@@ -1,0 +1,217 @@
+"""Fold a span into the memory, chunk by chunk, through the summarizer or the extractor.
+
+Every message of the span is read (SPEC 6.5): a span larger than one summarizer call goes in
+consecutive chunks, each folded into the memory before the next is asked for. A reply that
+cannot be used is replaced by the extractor for that chunk. A transient failure aborts unless
+the caller cannot wait (`urgent`); then the extractor reads the rest and marks it for re-reading.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from compression.extract import extract_update
+from compression.features import text_weight
+from compression.memory import Memory, MemoryUpdate, apply_update, norm_subject
+from compression.memory_format import format_current, parse_reply
+from compression.redact import redact
+from compression.result import Outcome
+from compression.state import CooldownCause
+from compression.summarizer import (
+    Summarizer,
+    SummaryAuthError,
+    SummaryNetworkError,
+    SummaryRequest,
+    SummaryTransientError,
+)
+from compression.summary_input import chunk_turns, participants, summary_turns
+
+log = logging.getLogger(__name__)
+
+# asyncio.TimeoutError is TimeoutError since 3.11; raw transport errors from any summarizer
+# mean "could not reach it", which must keep the transcript (Hermes #29559).
+NETWORK_ERRORS: tuple[type[BaseException], ...] = (
+    SummaryNetworkError,
+    ConnectionError,
+    TimeoutError,
+)
+ERROR_TEXT_CHARS = 200
+# What the extractor backs up behind a summarizer: exact values (text_weight >= 3) of these.
+BACKED_UP_KINDS = frozenset({"rule", "decision", "fact", "preference", "action"})
+BACKUP_MIN_WEIGHT = 3
+
+
+@dataclass(frozen=True, slots=True)
+class Span:
+    """Turns to read, with the source message id and send time of each.
+
+    The extractor reads the turns as they are (it redacts what it keeps); a summarizer gets
+    `prepared()` copies, redacted and truncated.
+    """
+
+    turns: list[dict[str, Any]]
+    ids: list[str | None]
+    times: list[float | None]
+
+    def prepared(self) -> Span:
+        return Span(summary_turns(self.turns), self.ids, self.times)
+
+    def chunks(self, max_chars: int) -> list[Span]:
+        out: list[Span] = []
+        position = 0
+        for chunk in chunk_turns(self.turns, max_chars):
+            end = position + len(chunk)
+            out.append(Span(chunk, self.ids[position:end], self.times[position:end]))
+            position = end
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class Ask:
+    """What every summarizer call of one compaction shares."""
+
+    focus_topic: str | None
+    budget_tokens: int
+    today: dt.date
+    pins: tuple[str, ...]
+    input_chars: int
+    memory_chars: int
+
+
+@dataclass(frozen=True, slots=True)
+class Folded:
+    """The new memory (None: abort, keep everything), the outcome and any failure."""
+
+    memory: Memory | None
+    outcome: Outcome
+    error: str | None = None
+    cause: CooldownCause | None = None
+    extracted: bool = False  # the extractor replaced the summarizer for some of the span
+
+
+def extract_all(memory: Memory, spans: Sequence[Span], today: dt.date) -> Memory:
+    """The deterministic path: every span folded in by the extractor."""
+    for span in spans:
+        memory = apply_update(memory, extract_update(span.turns, span.ids, span.times, today=today))
+    return memory
+
+
+def fold_in_cooldown(
+    memory: Memory,
+    span: Span,
+    cause: CooldownCause | None,
+    *,
+    urgent: bool,
+    abort: bool,
+    today: dt.date,
+) -> Folded:
+    """While the summarizer cools down: wait (abort) for auth, network and transient causes
+    unless the caller cannot; otherwise the extractor, marking what the model must re-read."""
+    waits = cause in ("transient", "network") and not urgent
+    if cause == "auth" or waits or abort:
+        return Folded(None, "aborted", f"summarizer cooling down ({cause})")
+    memory = extract_all(memory, [span], today)
+    if cause in ("transient", "network"):
+        memory = memory.with_reread(i for i in span.ids if i)
+    return Folded(memory, "fallback", extracted=True)
+
+
+async def fold(
+    summarizer: Summarizer,
+    memory: Memory,
+    reread: Span | None,
+    span: Span,
+    ask: Ask,
+    *,
+    urgent: bool,
+    abort_on_failure: bool,
+) -> Folded:
+    """Re-read marked spans first, then the new span; every chunk folds into `memory`."""
+    pending = [
+        *(reread.prepared().chunks(ask.input_chars) if reread else []),
+        *span.prepared().chunks(ask.input_chars),
+    ]
+    reread_ids = {i for i in (reread.ids if reread else []) if i}
+    failure: Folded | None = None
+    for position, chunk in enumerate(pending):
+        shown = format_current(memory, max_chars=ask.memory_chars)
+        request = SummaryRequest(
+            turns=chunk.turns,
+            # Summarizers written before the memory read the current entries here.
+            previous_summary=shown,
+            focus_topic=ask.focus_topic,
+            budget_tokens=ask.budget_tokens,
+            today=ask.today,
+            participants=tuple(participants(chunk.turns)),
+            pins=ask.pins,
+            memory=shown or "",
+        )
+        cause: CooldownCause
+        try:
+            text = await summarizer.summarize(request)
+        except SummaryAuthError as exc:
+            return Folded(None, "aborted", describe(exc), "auth")
+        except SummaryTransientError as exc:
+            cause, error = "transient", describe(exc)
+        except NETWORK_ERRORS as exc:
+            cause, error = "network", describe(exc)
+        except Exception as exc:  # any other summarizer bug degrades to the extractor
+            cause, error = "other", describe(exc)
+        else:
+            update = (
+                parse_reply(redact(text), chunk.turns, chunk.ids, ask.today)
+                if isinstance(text, str)
+                else None
+            )
+            if update is not None:
+                memory = apply_update(memory, update)
+                memory = apply_update(memory, _backup(update, chunk, ask.today))
+                continue
+            # A proxy answering 200 with empty content must not wipe the middle (#11978).
+            cause, error = "other", "summarizer returned an empty or unusable summary"
+        waits = cause in ("transient", "network") and not urgent
+        if waits or abort_on_failure:
+            return Folded(None, "aborted", error, cause)
+        rest = pending[position:]
+        memory = extract_all(memory, rest, ask.today)
+        if cause in ("transient", "network"):
+            # Read by the extractor only because the model could not be waited for: the next
+            # successful LLM compaction reads these messages again (SPEC 6.11).
+            marked = [i for c in rest for i in c.ids if i]
+            memory = memory.with_reread(marked)
+        failure = Folded(memory, "fallback", error, cause, extracted=True)
+        log.warning("summarizer failed, extractor folded %d chunk(s): %s", len(rest), cause)
+        break
+    if failure is not None:
+        return failure
+    if reread_ids:
+        memory = Memory(memory.entries, tuple(i for i in memory.reread if i not in reread_ids))
+    return Folded(memory, "compressed")
+
+
+def _backup(update: MemoryUpdate, chunk: Span, today: dt.date) -> MemoryUpdate:
+    """The extractor's exact values from messages the reply did not cite: a summarizer that
+    drops a value, or a newer value of a subject, cannot make the memory forget it."""
+    cited = {source for entry in update.additions for source in entry.sources}
+    # A subject the reply wrote a value for is the reply's: an older value the extractor saw
+    # in the same chunk must not replace it.
+    subjects = {norm_subject(entry.subject) for entry in update.additions if entry.subject}
+    extracted = extract_update(chunk.turns, chunk.ids, chunk.times, today=today)
+    kept = tuple(
+        entry
+        for entry in extracted.additions
+        if entry.kind in BACKED_UP_KINDS
+        and not (set(entry.sources) & cited)
+        and (entry.subject is None or norm_subject(entry.subject) not in subjects)
+        and text_weight(entry.text) >= BACKUP_MIN_WEIGHT
+    )
+    return MemoryUpdate(additions=kept)
+
+
+def describe(exc: BaseException) -> str:
+    """A short error for the result; redacted because SDK errors may echo a key fragment."""
+    return redact(f"{type(exc).__name__}: {exc}")[:ERROR_TEXT_CHARS]
