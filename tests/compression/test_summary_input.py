@@ -115,7 +115,7 @@ def test_flagged_summaries_are_taken_out_and_merged_content_kept() -> None:
     )
     turns = summary_turns(handoff.messages)
     assert [t["content"] for t in turns] == ["[Cid] real question?", "[Dee] hi"]
-    assert handoff.origin == [1, 2]
+    assert handoff.origin == (1, 2)
 
 
 def test_unflagged_text_with_the_prefix_is_read_as_a_message() -> None:

@@ -254,7 +254,7 @@ async def _compact_with_memory(store: SqliteStore, ctx: ToolContext) -> None:
     assert result.memory is not None
     summary = NewMessage(role="user", content="summary", tokens=3, kind="summary")
     session = await store.get_session(ctx.session_id)
-    await store.archive_and_compact(session, [summary], ids[-4], result.memory)
+    await store.archive_and_compact(session, [summary], ids[-4], memory=result.memory)
 
 
 async def test_recall_finds_remembered_entries_with_their_sources(store: SqliteStore):

@@ -130,10 +130,10 @@ async def test_the_memory_commits_with_the_compaction_and_a_fenced_out_one_write
         ),
         reread=(str(ids[0]),),
     )  # fmt: skip
-    assert await store.archive_and_compact(session, [summary("first")], ids[-1], first)
+    assert await store.archive_and_compact(session, [summary("first")], ids[-1], memory=first)
     assert await store.load_memory(session.id) == first
 
-    stale = await store.archive_and_compact(session, [summary("second")], ids[-1], Memory())
+    stale = await store.archive_and_compact(session, [summary("second")], ids[-1], memory=Memory())
 
     assert stale is None
     assert await store.load_memory(session.id) == first
