@@ -39,9 +39,11 @@ from adapters.telegram_gating import (
     skip_reason,
     to_inbound,
 )
+from adapters.telegram_stream import open_telegram_stream
 from bot.config import Config, TelegramConfig
 from bot.events import DeliveryError, InboundMessage, ReplyTarget
 from bot.gateway import Gateway
+from bot.streaming import ReplyStream
 
 log = logging.getLogger(__name__)
 
@@ -119,6 +121,7 @@ class TelegramPlatform:
         self._application.add_handler(TypeHandler(Update, self._on_update))
         self._sender = TelegramSender(self._application.bot)
         self._admins = AdminCache(config.gateway.admin_cache_seconds, clock)
+        self._clock = clock
         self._me: BotSelf | None = None
         self._stopped = False
 
@@ -226,6 +229,15 @@ class TelegramPlatform:
         if self._stopped:
             raise DeliveryError("telegram platform is stopped")
         await self._sender.send(target, text)
+
+    def open_stream(self, target: ReplyTarget, *, is_group: bool) -> ReplyStream | None:
+        """Drafts in private chats, one paced edited message in groups and topics."""
+        if self._stopped:
+            return None
+        bot = self._application.bot
+        return open_telegram_stream(
+            bot, self._sender, target, private=not is_group, clock=self._clock
+        )
 
     def typing(self, target: ReplyTarget) -> contextlib.AbstractAsyncContextManager[None]:
         if self._stopped:

@@ -14,7 +14,8 @@ import openai
 from bot.compaction import SessionCompactor, SummarizerFactory, UsageSink
 from bot.config import DEFAULT_CONTEXT_LENGTH, Config
 from bot.gateway import Gateway
-from bot.llm import LLMClient, OpenAIChatClient
+from bot.llm import LLMClient
+from bot.llm_stream import StreamingChatClient
 from bot.offline_model import OfflineModel
 from bot.services import Services
 from bot.store.base import Store
@@ -135,7 +136,7 @@ class App:
         model = self.config.model
         if not endpoint_configured(self.config):
             return OfflineModel()
-        return OpenAIChatClient(
+        return StreamingChatClient(
             api_key=_secret(model.api_key) or "not-needed",
             base_url=model.base_url,
             model=model.name,

@@ -16,6 +16,7 @@ from bot.limits import RATE_WINDOW_SECONDS, NoticeGate, RateLimiter, budget_exce
 from bot.runner import TurnRequest
 from bot.services import Services
 from bot.store.base import NewMessage, SessionRecord
+from bot.streaming import finish_stream, open_stream
 from compression.hygiene import hygiene_reason
 
 log = logging.getLogger(__name__)
@@ -192,6 +193,7 @@ class Gateway:
         await self._wait_for_compaction(pending.session_id)
         anchor = await self._hygiene(pending, settings, target)
         can_remember = not message.is_group or await self.is_admin(message, pending.adapter)
+        stream = open_stream(pending.adapter, target, is_group=message.is_group)
         request = TurnRequest(
             session_id=pending.session_id,
             chat_key=message.chat_key,
@@ -201,6 +203,7 @@ class Gateway:
             can_remember=can_remember,
             settings=services.compaction_settings(settings),
             compression_enabled=services.config.compression.enabled,
+            on_text=stream.update if stream is not None else None,
         )
         async with pending.adapter.typing(target):
             result = await services.agent.run_turn(request)
@@ -208,9 +211,14 @@ class Gateway:
             await self._send(pending.adapter, target, notice)
         if result.reply is not None:
             await self._store_reply(pending.session_id, result.reply)
-            await self._send(pending.adapter, target, result.reply or "…")
+            if stream is not None:
+                await finish_stream(stream, result.reply or "…", message.chat_key)
+            else:
+                await self._send(pending.adapter, target, result.reply or "…")
             self._failure_noticed.pop(message.chat_key, None)
-        elif result.error:
+        elif stream is not None:
+            await stream.abandon()
+        if result.reply is None and result.error:
             await self._notice_failure(pending.adapter, target, message.chat_key, result.error)
 
     async def _hygiene(self, pending: _Pending, settings: ChatSettings, target: ReplyTarget) -> int:

@@ -8,7 +8,7 @@ import json
 import logging
 import random
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -319,6 +319,12 @@ class OpenAIChatClient:
         tools: list[dict[str, Any]] | None = None,
         model: str | None = None,
     ) -> LLMResponse:
+        request = self._request(messages, tools, model)
+        return await self._with_retries(request, self._complete_once)
+
+    def _request(
+        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None, model: str | None
+    ) -> dict[str, Any]:
         name = model or self.model
         request: dict[str, Any] = {
             "model": name,
@@ -326,11 +332,23 @@ class OpenAIChatClient:
         }
         if tools:
             request["tools"] = tools
+        return request
+
+    async def _complete_once(self, request: dict[str, Any]) -> LLMResponse:
+        completion = await self._client.chat.completions.create(**request)
+        return _parse_completion(completion, request["model"])
+
+    async def _with_retries(
+        self,
+        request: dict[str, Any],
+        once: Callable[[dict[str, Any]], Awaitable[LLMResponse]],
+    ) -> LLMResponse:
+        """`once(request)` under our retry policy (the streaming client reuses it)."""
+        name = request["model"]
         attempt = 0
         while True:
             try:
-                completion = await self._client.chat.completions.create(**request)
-                return _parse_completion(completion, name)
+                return await once(request)
             except (openai.OpenAIError, json.JSONDecodeError, LLMTransientError) as exc:
                 error = classify_error(exc)
                 delay = self._retry_delay(error, attempt)

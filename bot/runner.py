@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 
 from bot.compaction import SessionCompactor
 from bot.llm import ContextOverflowError, LLMClient, LLMError, LLMResponse
+from bot.llm_stream import TextSink, complete_maybe_streaming
 from bot.store.base import NewMessage, Store, StoredMessage
 from bot.tools import TOOL_SCHEMAS, ToolContext, run_tool
 from compression import CompressorConfig, ContextCompressor
@@ -40,6 +41,7 @@ class TurnRequest:
     can_remember: bool
     settings: CompressorConfig
     compression_enabled: bool = True
+    on_text: TextSink | None = None  # streams the answer as it is written
 
 
 @dataclass(frozen=True, slots=True)
@@ -128,7 +130,9 @@ class AgentRunner:
     async def _complete_with_recovery(self, turn: _Turn, tools: list[dict] | None) -> LLMResponse:
         while True:
             try:
-                response = await self._llm.complete(turn.messages, tools=tools)
+                response = await complete_maybe_streaming(
+                    self._llm, turn.messages, tools=tools, on_text=turn.request.on_text
+                )
             except ContextOverflowError:
                 if not turn.request.compression_enabled:
                     raise _TurnFailed(

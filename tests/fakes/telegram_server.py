@@ -55,6 +55,7 @@ class Call:
 
     method: str
     params: dict[str, Any]
+    at: float = field(default_factory=time.monotonic)  # arrival, for pacing tests
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,6 +95,10 @@ class FakeTelegram:
         self.sent: asyncio.Queue[SentMessage] = asyncio.Queue()
         self.sent_log: list[SentMessage] = []
         self.edit_log: list[dict[str, Any]] = []
+        # time.monotonic() when each editMessageText / sendMessageDraft arrived, for pacing tests.
+        self.edit_times: list[float] = []
+        self.draft_log: list[dict[str, Any]] = []
+        self.draft_times: list[float] = []
         self.webhook: dict[str, Any] = {}
         self.commands: dict[str, list[dict[str, Any]]] = {}
         self.members: dict[tuple[int, int], dict[str, Any]] = {}
@@ -112,6 +117,7 @@ class FakeTelegram:
             "getUpdates": self._get_updates,
             "sendMessage": self._send_message,
             "editMessageText": self._edit_message_text,
+            "sendMessageDraft": self._send_message_draft,
             "sendChatAction": self._true,
             "getChatMember": self._get_chat_member,
             "getChatAdministrators": self._get_chat_administrators,
@@ -330,10 +336,22 @@ class FakeTelegram:
     async def _edit_message_text(self, params: dict[str, Any]) -> dict[str, Any]:
         visible = check_text(str(params.get("text", "")), params.get("parse_mode"))
         self.edit_log.append(params)
+        self.edit_times.append(time.monotonic())
         message = self._bot_message(int(params["chat_id"]), visible, None)
         message["message_id"] = int(params["message_id"])
         message["edit_date"] = int(time.time())
         return message
+
+    async def _send_message_draft(self, params: dict[str, Any]) -> bool:
+        """Bot API 9.5: private chats only, a non-zero draft_id, text of 1-4096 characters."""
+        if int(params["chat_id"]) < 0:
+            raise BadRequestError("sendMessageDraft is available in private chats only")
+        if not int(params.get("draft_id") or 0):
+            raise BadRequestError("draft_id must be non-zero")
+        check_text(str(params.get("text", "")), params.get("parse_mode"))
+        self.draft_log.append(params)
+        self.draft_times.append(time.monotonic())
+        return True
 
     def _bot_message(self, chat_id: int, text: str, thread_id: int | None) -> dict[str, Any]:
         message: dict[str, Any] = {
