@@ -21,10 +21,12 @@ from adapters.discord_gating import (
     to_inbound,
 )
 from adapters.discord_slash import PendingInteractions, slash_commands, slash_inbound
+from adapters.discord_stream import DiscordStreamSurface
 from adapters.discord_text import discord_chunks, neutralize_mass_mentions
 from bot import chat_settings
 from bot.chat_settings import Activation, ChatSettings
 from bot.events import Adapter, DeliveryError, InboundMessage, ReplyTarget, chat_key
+from bot.streaming import PacedStream, ReplyStream
 
 if TYPE_CHECKING:
     from bot.config import Config
@@ -216,6 +218,19 @@ class DiscordPlatform:
             interaction = None  # its webhook is gone: the rest goes to the channel
             await self._deliver(target, chunk, reference)
             reference = None
+
+    def open_stream(self, target: ReplyTarget, *, is_group: bool) -> ReplyStream | None:
+        """One paced, edited message; slash commands answer through their followup instead."""
+        if self._client is None or self._interactions.get(target.reply_to_message_id):
+            return None
+
+        async def deliver(chunk: str, reference: discord.MessageReference | None) -> None:
+            await self._deliver(target, chunk, reference)
+
+        channel = self._channel(target)
+        return PacedStream(
+            DiscordStreamSurface(channel, self._reference(target), deliver, NO_PINGS)
+        )
 
     async def is_admin(self, message: InboundMessage) -> bool:
         if message.is_admin is not None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import itertools
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -170,3 +171,21 @@ async def test_start_with_a_wrong_token_fails_instead_of_hanging(
         with pytest.raises(discord.LoginFailure):
             await asyncio.wait_for(platform.start(), WAIT_SECONDS)
         await platform.stop()  # already stopped by the failed start: a no-op
+
+
+async def test_streamed_answer_is_one_message_edited_at_most_once_a_second(rig: Rig) -> None:
+    answer = " ".join(f"word{i}" for i in range(600))[:3000]
+    rig.llm.script(Reply(answer, chunk_chars=100, chunk_delay=0.08))
+    await rig.discord.send_message("explain", mention_bot=True)
+    preview = await rig.next_sent()
+    second = await rig.next_sent()  # the final text's second chunk, after the edits
+    chunks = discord_chunks(answer)
+    assert len(chunks) == 2
+    assert preview.content.endswith("…")  # a preview frame, not the final text
+    edits = rig.discord.edit_log
+    assert edits and all(e.message_id == preview.message_id for e in edits)
+    times = rig.discord.edit_times
+    assert all(b - a >= 1.0 for a, b in itertools.pairwise(times))
+    assert edits[-1].body["content"] == chunks[0]
+    assert second.content == chunks[1]
+    assert rig.llm.completions[-1]["stream"] is True

@@ -6,6 +6,7 @@ import asyncio
 import json
 import logging
 import re
+import time
 from typing import Any
 
 import pytest
@@ -67,6 +68,7 @@ class FakeDiscord:
         self.sent: asyncio.Queue[SentDiscordMessage] = asyncio.Queue()
         self.sent_log: list[SentDiscordMessage] = []
         self.edit_log: list[SentDiscordMessage] = []
+        self.edit_times: list[float] = []  # time.monotonic() of each edit, for pacing tests
         self.command_syncs: list[tuple[str, Any]] = []
         self.identified = asyncio.Event()
         self.resumed = asyncio.Event()
@@ -363,6 +365,7 @@ class FakeDiscord:
         self, channel_id: int, message_id: int, body: dict[str, Any]
     ) -> dict[str, Any]:
         self.edit_log.append(SentDiscordMessage(channel_id, message_id, body))
+        self.edit_times.append(time.monotonic())
         message = dict(self.messages.get(message_id) or {})
         if not message:
             message = message_payload(
