@@ -37,6 +37,8 @@ class DiscordFacts:
     mentions: tuple[tuple[str, str], ...] = ()
     reply_to_id: str | None = None
     reply_to_author_id: str | None = None
+    reply_to_text: str | None = None
+    reply_to_author: str | None = None
     chat_title: str | None = None
     is_admin: bool | None = None
 
@@ -57,11 +59,13 @@ def message_facts(message: discord.Message) -> DiscordFacts:
     reference = message.reference
     reply_to_id = None
     reply_to_author_id = None
+    reply_to_text = reply_to_author = None
     if reference is not None and reference.message_id is not None:
         reply_to_id = str(reference.message_id)
         replied = reference.resolved or reference.cached_message
         if isinstance(replied, discord.Message):
             reply_to_author_id = str(replied.author.id)
+            reply_to_text, reply_to_author = replied.content, replied.author.display_name
     return DiscordFacts(
         message_id=str(message.id),
         channel_id=str(channel.id),
@@ -75,6 +79,8 @@ def message_facts(message: discord.Message) -> DiscordFacts:
         mentions=tuple((str(user.id), user.display_name) for user in message.mentions),
         reply_to_id=reply_to_id,
         reply_to_author_id=reply_to_author_id,
+        reply_to_text=reply_to_text,
+        reply_to_author=reply_to_author,
         chat_title=_title(channel),
         is_admin=_member_is_admin(message),
     )
@@ -161,6 +167,8 @@ def to_inbound(
         # Discord redelivers MESSAGE_CREATE after a gateway resume; the id makes it a duplicate.
         update_id=facts.message_id,
         reply_to=facts.reply_to_id,
+        reply_to_text=facts.reply_to_text,
+        reply_to_author=facts.reply_to_author,
         chat_title=facts.chat_title,
         is_admin=facts.is_admin,
     )

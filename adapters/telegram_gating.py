@@ -117,7 +117,8 @@ def to_inbound(message: Message, update_id: int, *, addressed: bool) -> InboundM
     # Plain replies in a supergroup also carry message_thread_id; only real topics are chats.
     thread_id = str(message.message_thread_id) if _in_topic(message) else None
     reply = message.reply_to_message
-    reply_to = str(reply.message_id) if reply is not None and not _is_topic_root(reply) else None
+    if reply is not None and _is_topic_root(reply):
+        reply = None
     return InboundMessage(
         platform=PLATFORM,
         chat_id=str(chat.id),
@@ -129,7 +130,9 @@ def to_inbound(message: Message, update_id: int, *, addressed: bool) -> InboundM
         thread_id=thread_id,
         platform_message_id=str(message.message_id),
         update_id=str(update_id),
-        reply_to=reply_to,
+        reply_to=str(reply.message_id) if reply is not None else None,
+        reply_to_text=(reply.text or reply.caption) if reply is not None else None,
+        reply_to_author=_author(reply)[1] if reply is not None else None,
         chat_title=chat.title,
         # An anonymous admin posts as the group itself; Telegram only lets admins do that.
         is_admin=True if _sent_as_the_group(message) else None,

@@ -36,6 +36,9 @@ class InboundMessage:
     platform_message_id: str | None = None
     update_id: str | None = None
     reply_to: str | None = None
+    # The replied-to message as the platform delivered it, for when the store never saw it.
+    reply_to_text: str | None = None
+    reply_to_author: str | None = None
     chat_title: str | None = None
     # Set by adapters that already know (console --admin); None means "ask the adapter".
     is_admin: bool | None = None

@@ -11,6 +11,7 @@ from bot.chat_settings import ChatSettings
 from bot.commands import CommandContext, parse_command, run_command
 from bot.compaction import CompactionReport
 from bot.events import Adapter, DeliveryError, InboundMessage, ReplyTarget
+from bot.inbound_text import reply_quote, transcript_text
 from bot.lanes import LaneScheduler
 from bot.limits import RATE_WINDOW_SECONDS, NoticeGate, RateLimiter, budget_exceeded, utc_day
 from bot.runner import TurnRequest
@@ -148,7 +149,8 @@ class Gateway:
         self, message: InboundMessage, session: SessionRecord, settings: ChatSettings
     ) -> int:
         shared = message.is_group and settings.memory_scope == "shared"
-        content = f"[{message.author_name}] {message.text}" if shared else message.text
+        quote = await reply_quote(self.services.store, message)
+        content = transcript_text(message, shared=shared, quote=quote)
         row = NewMessage(
             role="user",
             content=content,

@@ -24,6 +24,7 @@ from bot.store.base import (
 from bot.store.bookkeeping import Bookkeeping
 from bot.store.database import Database, one
 from bot.store.migrations import TRIGRAM
+from bot.store.revisions import Revisions
 from compression.state import CompressorState
 
 log = logging.getLogger(__name__)
@@ -32,7 +33,7 @@ TRIGRAM_MIN_CHARS = 3  # the trigram tokenizer cannot match anything shorter
 MAX_SEARCH_LIMIT = 100
 
 
-class SqliteStore(Bookkeeping):
+class SqliteStore(Bookkeeping, Revisions):
     """`Store` on one SQLite file (or ":memory:"). Writes are serialised; reads use WAL."""
 
     def __init__(self, path: str | Path, *, clock: Callable[[], float] = time.time) -> None:

@@ -187,6 +187,10 @@ class FakeTelegram:
         self._wakeup.set()
         self._wakeup = asyncio.Event()
 
+    def pending_updates(self) -> int:
+        """Updates pushed but not yet confirmed by a later getUpdates offset."""
+        return len(self._updates)
+
     def calls_to(self, method: str) -> list[Call]:
         return [call for call in self.calls if call.method == method]
 
@@ -207,17 +211,19 @@ class FakeTelegram:
         text_mentions: Mapping[str, int] | None = None,
         update_id: int | None = None,
         chat_title: str = "Test group",
+        reply_to: Mapping[str, Any] | None = None,
     ) -> dict[str, Any]:
-        """A group Update; `text_mentions` maps a fragment of `text` to the user id it names."""
+        """A group Update; `text_mentions` maps a fragment of `text` to the user id it names;
+        `reply_to` is an earlier update's message this one replies to."""
         if mention_bot and f"@{self.bot.username}" not in text:
             text = f"@{self.bot.username} {text}"
         chat = chat_dict(chat_id, title=chat_title, is_forum=is_forum)
         sender = user_dict(user_id, first_name, username)
-        reply_to = None
+        replied: dict[str, Any] | None = dict(reply_to) if reply_to is not None else None
         if reply_to_bot:
-            reply_to = bot_reply_dict(self.bot, chat, self.next_message_id())
-        elif is_forum and thread_id is not None:
-            reply_to = topic_created_dict(chat, thread_id, sender)
+            replied = bot_reply_dict(self.bot, chat, self.next_message_id())
+        elif replied is None and is_forum and thread_id is not None:
+            replied = topic_created_dict(chat, thread_id, sender)
         mentioned = {frag: user_dict(uid, frag) for frag, uid in (text_mentions or {}).items()}
         message = message_dict(
             message_id=self.next_message_id(),
@@ -225,7 +231,7 @@ class FakeTelegram:
             sender=sender,
             text=text,
             thread_id=thread_id,
-            reply_to=reply_to,
+            reply_to=replied,
             text_mentions=mentioned,
         )
         return {"update_id": update_id or self.next_update_id(), "message": message}
