@@ -12,6 +12,7 @@ import aiohttp
 import discord
 from discord import app_commands
 
+from adapters.discord_changes import on_raw_delete, on_raw_edit
 from adapters.discord_gating import (
     PLATFORM,
     addressed_directly,
@@ -78,6 +79,12 @@ class _Client(discord.Client):
     async def on_message(self, message: discord.Message) -> None:
         await self.platform.on_message(message)
 
+    async def on_raw_message_edit(self, payload: discord.RawMessageUpdateEvent) -> None:
+        await on_raw_edit(self, self.platform.services, payload)
+
+    async def on_raw_message_delete(self, payload: discord.RawMessageDeleteEvent) -> None:
+        await on_raw_delete(self, self.platform.services, payload)
+
 
 class DiscordPlatform:
     """The Discord adapter and its lifecycle: `start()` returns once the client is ready."""
@@ -101,6 +108,10 @@ class DiscordPlatform:
         self._client: _Client | None = None
         self._task: asyncio.Task[None] | None = None
         self._interactions = PendingInteractions()
+
+    @property
+    def services(self) -> Services:
+        return self._gateway.services
 
     # --- lifecycle ------------------------------------------------------------------------
 

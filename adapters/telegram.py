@@ -43,6 +43,7 @@ from adapters.telegram_stream import open_telegram_stream
 from bot.config import Config, TelegramConfig
 from bot.events import DeliveryError, InboundMessage, ReplyTarget
 from bot.gateway import Gateway
+from bot.message_changes import apply_edit
 from bot.streaming import ReplyStream
 
 log = logging.getLogger(__name__)
@@ -157,7 +158,8 @@ class TelegramPlatform:
     async def _start_updates(self) -> str:
         updater = self._application.updater
         assert updater is not None  # the builder always creates one unless told otherwise
-        allowed = [Update.MESSAGE]  # edits, channel posts, reactions: nothing we act on
+        # Edits update the stored text; channel posts and reactions are nothing we act on.
+        allowed = [Update.MESSAGE, Update.EDITED_MESSAGE]
         url = self._config.webhook_url
         if url is None:
             await updater.start_polling(drop_pending_updates=False, allowed_updates=allowed)
@@ -200,6 +202,9 @@ class TelegramPlatform:
             log.exception("telegram: update %s failed", update.update_id)
 
     async def _handle_update(self, update: Update) -> None:
+        if update.edited_message is not None:
+            await self._handle_edit(update)
+            return
         reason = skip_reason(update)
         if reason is not None:
             log.debug("telegram: update %s skipped: %s", update.update_id, reason)
@@ -218,6 +223,15 @@ class TelegramPlatform:
         if not inbound.addressed and await self._activated(inbound):
             inbound = dataclasses.replace(inbound, addressed=True)
         await self._gateway.handle(inbound, self)
+
+    async def _handle_edit(self, update: Update) -> None:
+        edited = update.edited_message
+        if edited is None or edited.from_user is None or self._me is None:
+            return
+        if edited.text is None and edited.caption is None:
+            return
+        inbound = to_inbound(edited, update.update_id, addressed=False)
+        await apply_edit(self._gateway.services, inbound)
 
     async def _activated(self, inbound: InboundMessage) -> bool:
         settings = await self._gateway.services.settings_for(inbound.chat_key)

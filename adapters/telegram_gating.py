@@ -124,7 +124,7 @@ def to_inbound(message: Message, update_id: int, *, addressed: bool) -> InboundM
         chat_id=str(chat.id),
         author_id=author_id,
         author_name=author_name,
-        text=message.text or "",
+        text=message.text or message.caption or "",
         addressed=addressed,
         is_group=chat.type in GROUP_CHAT_TYPES,
         thread_id=thread_id,

@@ -61,3 +61,21 @@ async def test_reply_to_a_compacted_message_quotes_the_original(bot: Running) ->
         '[Alice] (in reply to Bob: "the launch codename is BLUEFIN")'
         " @compact_bot what was that again?"
     )
+
+
+async def test_edited_message_shows_its_new_text_in_history(bot: Running) -> None:
+    tg = bot.tg
+    update = tg.group_message("we meet at 10:00", first_name="Bob", user_id=2)
+    tg.push_update(update)
+    await bot.stored("we meet at 10:00")
+    edited = {**update["message"], "text": "we meet at 11:30", "edit_date": 1_700_000_000}
+    tg.push_update({"update_id": tg.next_update_id(), "edited_message": edited})
+    await bot.stored("we meet at 11:30")
+
+    store = bot.app.services.store
+    live = [row.text for row in await store.load_history(GROUP_KEY, include_archived=False)]
+    assert "[Bob] we meet at 11:30" in live
+    assert not any("10:00" in text for text in live)
+    row = await store.find_platform_message(GROUP_KEY, str(update["message"]["message_id"]))
+    assert row is not None
+    assert await store.message_revisions(row.id) == ["[Bob] we meet at 10:00"]  # old text kept
