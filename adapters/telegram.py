@@ -39,9 +39,10 @@ from adapters.telegram_gating import (
     skip_reason,
     to_inbound,
 )
+from adapters.telegram_media import download_file
 from adapters.telegram_stream import open_telegram_stream
 from bot.config import Config, TelegramConfig
-from bot.events import DeliveryError, InboundMessage, ReplyTarget
+from bot.events import Attachment, DeliveryError, InboundMessage, ReplyTarget
 from bot.gateway import Gateway
 from bot.message_changes import apply_edit
 from bot.streaming import ReplyStream
@@ -257,6 +258,10 @@ class TelegramPlatform:
         if self._stopped:
             return contextlib.nullcontext()
         return self._sender.typing(target)
+
+    async def download(self, attachment: Attachment, max_bytes: int) -> bytes:
+        """A file of an inbound message, refused above `max_bytes` (before and after fetching)."""
+        return await download_file(self._application.bot, attachment, max_bytes)
 
     async def is_admin(self, message: InboundMessage) -> bool:
         """administrator or creator per getChatMember, cached; any error counts as no."""

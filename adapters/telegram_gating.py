@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass
+from typing import Literal
 
 from telegram import Chat, Message, MessageEntity, Update
 
-from bot.events import InboundMessage, chat_key
+from bot.events import Attachment, InboundMessage, chat_key
 
 PLATFORM = "telegram"
 # Telegram requires every bot username to end in "bot"; a mention of one is a command to it.
@@ -50,7 +51,7 @@ def skip_reason(update: Update) -> str | None:
         return "not a message"
     if migration(message) is not None:
         return None
-    if message.text is None:
+    if message.text is None and not has_media(message):
         return "not a text message"
     if message.from_user is None:
         return "no sender"
@@ -74,7 +75,9 @@ def addressing(message: Message, me: BotSelf) -> Addressing:
         return Addressing.DIRECT
     other_bots = False
     plain_mention = False
-    for entity, text in message.parse_entities(list(_ADDRESS_ENTITIES)).items():
+    kinds: list[str | None] = list(_ADDRESS_ENTITIES)
+    entities = {**message.parse_entities(kinds), **message.parse_caption_entities(kinds)}
+    for entity, text in entities.items():
         if entity.type == MessageEntity.BOT_COMMAND:
             _, _, target = text.partition("@")
             if target and not me.is_me(target):
@@ -136,7 +139,34 @@ def to_inbound(message: Message, update_id: int, *, addressed: bool) -> InboundM
         chat_title=chat.title,
         # An anonymous admin posts as the group itself; Telegram only lets admins do that.
         is_admin=True if _sent_as_the_group(message) else None,
+        attachments=attachments(message),
     )
+
+
+def has_media(message: Message) -> bool:
+    return bool(message.photo) or message.document is not None
+
+
+def attachments(message: Message) -> tuple[Attachment, ...]:
+    """The photo (its largest size) or document of a message, as the gateway sees files."""
+    if message.photo:
+        largest = message.photo[-1]
+        return (Attachment("image", largest.file_id, size_bytes=largest.file_size),)
+    document = message.document
+    if document is not None:
+        kind: Literal["image", "document"] = (
+            "image" if (document.mime_type or "").startswith("image/") else "document"
+        )
+        return (
+            Attachment(
+                kind,
+                document.file_id,
+                name=document.file_name,
+                mime_type=document.mime_type,
+                size_bytes=document.file_size,
+            ),
+        )
+    return ()
 
 
 def _author(message: Message) -> tuple[str, str]:

@@ -11,7 +11,7 @@ from bot.chat_settings import ChatSettings
 from bot.commands import CommandContext, parse_command, run_command
 from bot.compaction import CompactionReport
 from bot.events import Adapter, DeliveryError, InboundMessage, ReplyTarget
-from bot.inbound_text import reply_quote, transcript_text
+from bot.inbound_text import enrich_media, reply_quote, transcript_text
 from bot.lanes import LaneScheduler
 from bot.limits import RATE_WINDOW_SECONDS, NoticeGate, RateLimiter, budget_exceeded, utc_day
 from bot.runner import TurnRequest
@@ -93,9 +93,12 @@ class Gateway:
             ctx = CommandContext(message, adapter, self, session.id, settings)
             self.lanes.submit(lane, lambda: self._run_command(ctx, command))
             return
-        if not message.text.strip():
+        if not message.text.strip() and not message.attachments:
             return
         anchor_id = await self._store_user_message(message, session, settings)
+        if message.attachments:
+            services = self.services
+            self.lanes.submit(lane, lambda: enrich_media(services, message, anchor_id, adapter))
         if not message.addressed:
             return
         refusal = await self._limit_refusal(message, settings)

@@ -10,6 +10,8 @@ from __future__ import annotations
 import re
 
 from bot.events import InboundMessage
+from bot.media import MediaLimits, placeholder, read_media, with_media
+from bot.services import Services
 from bot.store.base import Store
 
 # A quote is context, not the conversation: long originals are cut to this.
@@ -37,10 +39,37 @@ async def reply_quote(store: Store, message: InboundMessage) -> str | None:
     return f'(in reply to {who or "an earlier message"}: "{_clip(text)}")'
 
 
-def transcript_text(message: InboundMessage, *, shared: bool, quote: str | None) -> str:
-    """`[Alice] (in reply to …) text` in a shared group session, else the text (and quote)."""
+def transcript_text(
+    message: InboundMessage,
+    *,
+    shared: bool,
+    quote: str | None,
+    notes: tuple[str, ...] | None = None,
+) -> str:
+    """`[Alice] (in reply to …) text` in a shared group session, else the text (and quote),
+    then one note per file (placeholders unless `notes` are given)."""
     body = f"{quote} {message.text}" if quote else message.text
-    return f"[{message.author_name}] {body}" if shared else body
+    text = f"[{message.author_name}] {body}" if shared else body
+    if notes is None:
+        notes = tuple(placeholder(a) for a in message.attachments)
+    return "\n".join([text.rstrip(), *notes]) if notes else text
+
+
+async def enrich_media(
+    services: Services, message: InboundMessage, message_id: int, source: object
+) -> None:
+    """Read the message's files and rewrite its stored row with what they hold."""
+    media = services.config.media
+    vision = services.config.model.vision
+    limits = MediaLimits(vision, media.max_file_bytes, media.max_document_chars)
+    read = await read_media(message.attachments, source, services.llm, limits)
+    settings = await services.settings_for(message.chat_key)
+    shared = message.is_group and settings.memory_scope == "shared"
+    quote = await reply_quote(services.store, message)
+    text = transcript_text(message, shared=shared, quote=quote, notes=())
+    content = with_media(text, read.notes, read.image_parts)
+    tokens = services.counter.count_message({"role": "user", "content": content})
+    await services.store.set_message_content(message_id, content, tokens)
 
 
 def _clip(text: str) -> str:

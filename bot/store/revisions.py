@@ -86,6 +86,22 @@ class Revisions:
             )
         return True
 
+    async def set_message_content(self, message_id: int, content: Any, tokens: int) -> None:
+        """The message's full content once its files were read (no revision: same message)."""
+        text, content_format = rows.encode_content(content)
+        async with self._db.transaction() as conn:
+            row = await one(
+                conn, "SELECT session_id, active, tokens FROM messages WHERE id = ?", (message_id,)
+            )
+            if row is None:
+                return
+            await conn.execute(
+                "UPDATE messages SET content = ?, content_format = ?, tokens = ? WHERE id = ?",
+                (text, content_format, tokens, message_id),
+            )
+            if row["active"]:
+                await _adjust_session(conn, row["session_id"], tokens - row["tokens"], 0)
+
     async def message_revisions(self, message_id: int) -> list[str]:
         """Earlier texts of an edited message, oldest first."""
         found = await self._db.fetchall(

@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import base64
+import json
 from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
 
+from bot.llm import ToolCall
+from bot.tools import ToolContext, run_tool
 from tests.adapters.telegram_rig import GROUP_KEY, Running, serving
 from tests.fakes.fixtures import fake_telegram  # noqa: F401  (pytest fixture)
+from tests.fakes.openai_server import Reply
 from tests.fakes.telegram_server import FakeTelegram
 
 pytestmark = pytest.mark.filterwarnings("ignore::telegram.warnings.PTBDeprecationWarning")
@@ -79,3 +84,95 @@ async def test_edited_message_shows_its_new_text_in_history(bot: Running) -> Non
     row = await store.find_platform_message(GROUP_KEY, str(update["message"]["message_id"]))
     assert row is not None
     assert await store.message_revisions(row.id) == ["[Bob] we meet at 10:00"]  # old text kept
+
+
+PHOTO = b"\x89PNG\r\n\x1a\n" + bytes(range(256)) * 4
+DESCRIPTION = "A terminal window showing the error DISK FULL on /dev/sda1."
+
+
+def _user_contents(request: dict) -> list[object]:
+    return [m["content"] for m in request["messages"] if m["role"] == "user"]
+
+
+def _image_urls(request: dict) -> list[str]:
+    return [
+        part["image_url"]["url"]
+        for content in _user_contents(request)
+        if isinstance(content, list)
+        for part in content
+        if part.get("type") == "image_url"
+    ]
+
+
+async def _search(bot: Running, query: str) -> list[str]:
+    store = bot.app.services.store
+    session = await store.active_session(GROUP_KEY)
+    ctx = ToolContext(store, GROUP_KEY, session.id, "9", "carol", can_remember=False)
+    call = ToolCall("call_1", "search_history", json.dumps({"query": query}))
+    return [hit["text"] for hit in json.loads(await run_tool(call, ctx))["hits"]]
+
+
+async def test_captioned_photo_is_stored_and_answered(bot: Running) -> None:
+    tg = bot.tg
+    tg.push_update(
+        tg.media_message("what's wrong in this screenshot?", photo=PHOTO, mention_bot=True)
+    )
+    await bot.answered()
+    stored = "[Alice] @compact_bot what's wrong in this screenshot?\n[image]"
+    assert stored in await bot.history()
+    assert bot.llm is not None
+    assert _user_contents(bot.llm.completions[-1])[-1] == stored
+    assert tg.downloads == []  # model.vision is off: the image is not even fetched
+
+
+@pytest.fixture
+async def vision_bot(tmp_path: Path, fake_telegram: FakeTelegram) -> AsyncIterator[Running]:  # noqa: F811
+    config = tmp_path / "config.yaml"
+    config.write_text("model:\n  vision: true\nmedia:\n  max_file_bytes: 100000\n")
+    async with serving(tmp_path, fake_telegram, env={"COMPACTBOT_CONFIG": str(config)}) as running:
+        yield running
+
+
+async def test_vision_model_gets_the_image_and_its_description_survives_compaction(
+    vision_bot: Running,
+) -> None:
+    bot, tg = vision_bot, vision_bot.tg
+    assert bot.llm is not None
+    bot.llm.script(Reply(DESCRIPTION))  # the description call comes first, then the answer
+    for i in range(5):
+        tg.push_update(tg.group_message(f"hello {i}"))
+    tg.push_update(tg.media_message("what's wrong here?", photo=PHOTO, mention_bot=True))
+    await bot.answered()
+    expected_url = "data:image/jpeg;base64," + base64.b64encode(PHOTO).decode()
+    answer_request = bot.llm.completions[-1]
+    assert _image_urls(answer_request) == [expected_url]
+    assert f"[image: {DESCRIPTION}]" in str(_user_contents(answer_request)[-1])
+
+    for i in range(FILLER_MESSAGES):
+        tg.push_update(tg.group_message(f"chatter {i} about lunch"))
+    await bot.stored(f"chatter {FILLER_MESSAGES - 1}")
+    await _compact_everything(bot)
+    summary_input = json.dumps(bot.llm.completions[-1]["messages"])
+    assert DESCRIPTION in summary_input  # the summarizer read the description as text
+    assert "base64" not in summary_input
+    assert any(DESCRIPTION in hit for hit in await _search(bot, "DISK FULL"))
+
+
+async def test_text_document_becomes_a_searchable_note(bot: Running) -> None:
+    tg = bot.tg
+    doc = ("budget.md", "text/markdown", b"# Budget\nThe venue costs 4200 EUR in total.\n")
+    tg.push_update(tg.media_message("here is the budget", document=doc))
+    await bot.stored("4200 EUR")
+    assert any("4200 EUR" in hit for hit in await _search(bot, "4200 EUR"))
+    assert "[Alice] here is the budget\n[document: budget.md]\n# Budget" in (await bot.history())[0]
+
+
+async def test_file_over_the_limit_is_never_fetched_or_sent(vision_bot: Running) -> None:
+    tg = vision_bot.tg
+    update = tg.media_message("look", photo=PHOTO, mention_bot=True, declared_size=5_000_000)
+    tg.push_update(update)
+    await vision_bot.answered()
+    assert tg.downloads == []
+    assert vision_bot.llm is not None
+    assert all(not _image_urls(r) for r in vision_bot.llm.completions)
+    assert "[image] (not read: 4.8 MB is over the limit)" in (await vision_bot.history())[-2]
