@@ -21,7 +21,12 @@ from adapters.discord_gating import (
     message_facts,
     to_inbound,
 )
-from adapters.discord_slash import PendingInteractions, slash_commands, slash_inbound
+from adapters.discord_slash import (
+    PRIVATE_REPLY_COMMANDS,
+    PendingInteractions,
+    slash_commands,
+    slash_inbound,
+)
 from adapters.discord_stream import DiscordStreamSurface
 from adapters.discord_text import discord_chunks, neutralize_mass_mentions
 from bot import chat_settings
@@ -196,7 +201,8 @@ class DiscordPlatform:
         inbound = slash_inbound(interaction, name, args)
         try:
             # Discord wants an answer within 3 s; the reply follows through the followup webhook.
-            await interaction.response.defer(thinking=True)
+            private = name in PRIVATE_REPLY_COMMANDS
+            await interaction.response.defer(thinking=True, ephemeral=private)
             self._interactions.add(interaction)
         except (discord.HTTPException, *_TRANSPORT_ERRORS):
             # Too late to acknowledge: run the command anyway and answer in the channel.

@@ -65,6 +65,7 @@ USER_COMMANDS = (
     BotCommand("status", "Context gauge and compactions"),
     BotCommand("pins", "Facts I always keep"),
     BotCommand("usage", "Tokens used today and this month"),
+    BotCommand("summary", "What you missed: since your last message, 2h, @name or a topic"),
     BotCommand("config", "This chat's settings"),
 )
 ADMIN_COMMANDS = (

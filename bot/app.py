@@ -93,10 +93,11 @@ class App:
         self.model = ModelInfo(llm.model, llm.offline, context_length, source)
         cap = await self._summary_model_cap(llm, context_length)
         counter = counter_for(None if llm.offline else llm.model)
+        summarizers = self._summarizer_factory(llm)
         compactor = SessionCompactor(
             store,
             counter,
-            self._summarizer_factory(llm),
+            summarizers,
             lock_ttl_seconds=config.compression.lock_ttl_seconds,
             clock=self._clock,
             engine=engine,
@@ -110,6 +111,7 @@ class App:
             context_length=context_length,
             clock=self._clock,
             threshold_tokens_cap=cap,
+            summarizer_factory=summarizers,
         )
         self.gateway = Gateway(self.services)
         log.info(

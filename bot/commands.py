@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from bot import chat_settings
+from bot.catchup import catchup
 from bot.chat_settings import ChatSettings, SettingError
 from bot.events import Adapter, InboundMessage
 from bot.limits import utc_day
@@ -52,6 +53,7 @@ Commands:
 /config [key [value|default]] — per-chat settings
 /pin <text> — keep a fact verbatim forever · /pins · /unpin N
 /usage — tokens used today and this month
+/summary [2h|@name|topic] — what you missed since your last message (/catchup)
 In groups, /compress, /new, /config with a value, /pin and /unpin need chat-admin rights."""
 
 
@@ -196,6 +198,19 @@ async def _usage(args: str, ctx: CommandContext) -> list[str]:
     return [usage_text(rows, today=today)]
 
 
+async def _summary(args: str, ctx: CommandContext) -> list[str]:
+    settings = ctx.settings
+    return [
+        await catchup(
+            ctx.gateway.services,
+            chat_key=ctx.message.chat_key,
+            asker_id=ctx.message.author_id,
+            args=args,
+            language=None if settings.language == "auto" else settings.language,
+        )
+    ]
+
+
 async def _remember_in_transcript(ctx: CommandContext, command: str, ack: str) -> None:
     services = ctx.gateway.services
     message = ctx.message
@@ -239,6 +254,8 @@ HANDLERS: dict[str, Handler] = {
     "pins": _pins,
     "unpin": _unpin,
     "usage": _usage,
+    "summary": _summary,
+    "catchup": _summary,
 }
 ADMIN_ONLY = frozenset({"compress", "compact", "new", "reset", "pin", "unpin"})
 

@@ -8,13 +8,14 @@ from dataclasses import dataclass
 
 from bot import chat_settings
 from bot.chat_settings import ChatSettings
-from bot.compaction import SessionCompactor
+from bot.compaction import SessionCompactor, SummarizerFactory, UsageSink
 from bot.config import Config
 from bot.llm import LLMClient
 from bot.prompt import build_system_prompt
 from bot.runner import AgentRunner
 from bot.store.base import Store
 from compression import CompressorConfig
+from compression.summarizer import Summarizer
 from compression.tokens import TokenCounter
 
 
@@ -32,6 +33,8 @@ class Services:
     # Set when the summary model's window is smaller than the compaction threshold (SPEC 6.10).
     threshold_tokens_cap: int | None = None
     runner: AgentRunner | None = None
+    # Summaries outside compaction (/summary); None or a None result: the deterministic path.
+    summarizer_factory: SummarizerFactory | None = None
 
     def __post_init__(self) -> None:
         if self.runner is None:
@@ -43,6 +46,9 @@ class Services:
     def agent(self) -> AgentRunner:
         assert self.runner is not None
         return self.runner
+
+    def summarizer(self, usage: UsageSink) -> Summarizer | None:
+        return self.summarizer_factory(usage) if self.summarizer_factory is not None else None
 
     async def raw_settings(self, chat_key: str) -> tuple[dict[str, str], dict[str, str] | None]:
         """The chat's stored values and, for a thread, its parent chat's."""
