@@ -112,6 +112,7 @@ class App:
             clock=self._clock,
             threshold_tokens_cap=cap,
             summarizer_factory=summarizers,
+            model_windows=await self._model_windows(llm, context_length),
         )
         self.gateway = Gateway(self.services)
         log.info(
@@ -157,6 +158,19 @@ class App:
                 return int(reported), "endpoint"
         log.info("context window unknown; assuming %d tokens", DEFAULT_CONTEXT_LENGTH)
         return DEFAULT_CONTEXT_LENGTH, "default"
+
+    async def _model_windows(self, llm: LLMClient, default: int) -> dict[str, int]:
+        """Each allowed model's window: configured, else reported by the endpoint, else ours."""
+        model = self.config.model
+        fetch = getattr(llm, "fetch_context_length", None)
+        windows: dict[str, int] = {}
+        for name in model.allowed_models:
+            window = model.context_lengths.get(name)
+            if window is None and fetch is not None and not llm.offline:
+                window = await fetch(name)
+            windows[name] = int(window or default)
+            log.info("model %s may be chosen per chat (window %d)", name, windows[name])
+        return windows
 
     async def _summary_model_cap(self, llm: LLMClient, context_length: int) -> int | None:
         """Lower the threshold once, with a warning, when the summary model's window is smaller."""

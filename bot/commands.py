@@ -70,7 +70,7 @@ async def _status(args: str, ctx: CommandContext) -> list[str]:
     return [
         status_text(
             session,
-            context_length=services.context_length,
+            context_length=services.window_for(ctx.settings),
             threshold=ctx.settings.threshold,
             max_tokens=services.config.model.max_tokens,
             archived_messages=await store.count_archived(session.chat_key),

@@ -147,6 +147,10 @@ class ModelConfig(_Section):
     base_url: HttpUrl = None  # None with no api_key: the built-in offline model
     api_key: SecretStr | None = None
     vision: bool = False  # the reply model accepts image parts
+    # Other models a chat may pick with /config model; `name` is always allowed.
+    allowed_models: list[NonEmpty] = []
+    # Windows of allowed models; a model not listed is asked of the endpoint, else gets ours.
+    context_lengths: dict[str, Annotated[int, Field(ge=256)]] = {}
 
 
 class MediaConfig(_Section):

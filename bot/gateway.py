@@ -209,6 +209,7 @@ class Gateway:
             settings=services.compaction_settings(settings),
             compression_enabled=services.config.compression.enabled,
             on_text=stream.update if stream is not None else None,
+            model=services.model_for(settings),
         )
         async with pending.adapter.typing(target):
             result = await services.agent.run_turn(request)
@@ -234,7 +235,7 @@ class Gateway:
         reason = hygiene_reason(
             message_count=session.active_messages,
             tokens=tokens,
-            context_length=services.context_length,
+            context_length=services.window_for(settings),
             threshold=settings.hygiene_threshold,
             hard_message_limit=settings.hygiene_hard_message_limit,
         )

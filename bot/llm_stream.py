@@ -46,13 +46,14 @@ async def complete_maybe_streaming(
     *,
     tools: list[dict[str, Any]] | None,
     on_text: TextSink | None,
+    model: str | None = None,
 ) -> LLMResponse:
     """Stream when a sink is given and the client can; otherwise one plain completion."""
     stream = getattr(llm, "stream", None)
     if on_text is None or stream is None:
-        return await llm.complete(messages, tools=tools)
+        return await llm.complete(messages, tools=tools, model=model)
     try:
-        response: LLMResponse = await stream(messages, on_text=on_text, tools=tools)
+        response: LLMResponse = await stream(messages, on_text=on_text, tools=tools, model=model)
     except StreamBrokenError as broken:
         # Members saw `partial`; the transcript keeps exactly that, with the reason.
         log.warning("llm stream broke after %d chars", len(broken.partial))

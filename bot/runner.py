@@ -42,6 +42,7 @@ class TurnRequest:
     settings: CompressorConfig
     compression_enabled: bool = True
     on_text: TextSink | None = None  # streams the answer as it is written
+    model: str | None = None  # the chat's own model (/config model); None: the default
 
 
 @dataclass(frozen=True, slots=True)
@@ -131,7 +132,11 @@ class AgentRunner:
         while True:
             try:
                 response = await complete_maybe_streaming(
-                    self._llm, turn.messages, tools=tools, on_text=turn.request.on_text
+                    self._llm,
+                    turn.messages,
+                    tools=tools,
+                    on_text=turn.request.on_text,
+                    model=turn.request.model,
                 )
             except ContextOverflowError:
                 if not turn.request.compression_enabled:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from bot import chat_settings
 from bot.chat_settings import ChatSettings
@@ -35,6 +35,8 @@ class Services:
     runner: AgentRunner | None = None
     # Summaries outside compaction (/summary); None or a None result: the deterministic path.
     summarizer_factory: SummarizerFactory | None = None
+    # Windows of the models chats may pick (model.allowed_models), found at start-up.
+    model_windows: dict[str, int] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if self.runner is None:
@@ -64,10 +66,20 @@ class Services:
         raw, parent_raw = await self.raw_settings(chat_key)
         return chat_settings.resolve(raw, parent_raw, self.config)
 
+    def window_for(self, settings: ChatSettings) -> int:
+        """The context window of the chat's model: thresholds and budgets follow it."""
+        if settings.model == self.config.model.name:
+            return self.context_length
+        return self.model_windows.get(settings.model, self.context_length)
+
+    def model_for(self, settings: ChatSettings) -> str | None:
+        """The chat's own model when it picked one, else None (the client's default)."""
+        return None if settings.model == self.config.model.name else settings.model
+
     def compaction_settings(self, settings: ChatSettings) -> CompressorConfig:
         compression = self.config.compression
         return CompressorConfig(
-            context_length=self.context_length,
+            context_length=self.window_for(settings),
             threshold=settings.threshold,
             target_ratio=settings.target_ratio,
             protect_first_n=compression.protect_first_n,
