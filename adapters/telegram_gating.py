@@ -140,6 +140,7 @@ def to_inbound(message: Message, update_id: int, *, addressed: bool) -> InboundM
         # An anonymous admin posts as the group itself; Telegram only lets admins do that.
         is_admin=True if _sent_as_the_group(message) else None,
         attachments=attachments(message),
+        language_code=message.from_user.language_code if message.from_user else None,
     )
 
 

@@ -54,6 +54,7 @@ class InboundMessage:
     # Set by adapters that already know (console --admin); None means "ask the adapter".
     is_admin: bool | None = None
     attachments: tuple[Attachment, ...] = ()
+    language_code: str | None = None  # the author's platform language (Telegram, Discord locale)
 
     @property
     def chat_key(self) -> str:

@@ -11,6 +11,7 @@ from bot.chat_settings import ChatSettings
 from bot.commands import CommandContext, parse_command, run_command
 from bot.compaction import CompactionReport
 from bot.events import Adapter, DeliveryError, InboundMessage, ReplyTarget
+from bot.i18n import language_for, localize
 from bot.inbound_text import enrich_media, reply_quote, transcript_text
 from bot.lanes import LaneScheduler
 from bot.limits import RATE_WINDOW_SECONDS, NoticeGate, RateLimiter, budget_exceeded, utc_day
@@ -57,6 +58,8 @@ class Gateway:
         self._budget_notices = NoticeGate(BUDGET_NOTICE_INTERVAL_SECONDS, clock=services.clock)
         self._failure_noticed: dict[str, float] = {}
         self._known_chats: set[tuple[str, str | None, str | None, bool]] = set()
+        # The platform language code last seen per chat, for notices when language is "auto".
+        self._language_codes: dict[str, str] = {}
         self._background: set[asyncio.Task[CompactionReport]] = set()
         # Called with a chat key after /config changes it (the overnight scheduler listens).
         self.settings_listeners: list[Callable[[str], Awaitable[None]]] = []
@@ -85,6 +88,8 @@ class Gateway:
             if len(self._known_chats) >= KNOWN_CHATS_MAX:
                 self._known_chats.clear()
             self._known_chats.add(chat)
+        if message.language_code and len(self._language_codes) < KNOWN_CHATS_MAX:
+            self._language_codes[message.chat_key] = message.language_code
         settings = await self.services.settings_for(message.chat_key)
         session = await store.active_session(message.chat_key, self._scope(message, settings))
         lane = _lane_key(session)
@@ -220,7 +225,7 @@ class Gateway:
             if stream is not None:
                 await finish_stream(stream, result.reply or "…", message.chat_key)
             else:
-                await self._send(pending.adapter, target, result.reply or "…")
+                await self._send(pending.adapter, target, result.reply or "…", own_words=False)
             self._failure_noticed.pop(message.chat_key, None)
         elif stream is not None:
             await stream.abandon()
@@ -317,7 +322,13 @@ class Gateway:
             log.exception("admin check failed; treating as not admin (chat=%s)", message.chat_key)
             return False
 
-    async def _send(self, adapter: Adapter, target: ReplyTarget, text: str) -> None:
+    async def _send(
+        self, adapter: Adapter, target: ReplyTarget, text: str, *, own_words: bool = True
+    ) -> None:
+        if own_words:  # notices and command replies speak the chat's language; model output not
+            settings = await self.services.settings_for(target.chat_key)
+            code = self._language_codes.get(target.chat_key)
+            text = localize(text, language_for(settings.language, code))
         try:
             await adapter.send(target, text)
         except DeliveryError:

@@ -87,6 +87,7 @@ class Services:
             max_tokens=self.config.model.max_tokens,
             abort_on_summary_failure=compression.abort_on_summary_failure,
             threshold_tokens_cap=self.threshold_tokens_cap,
+            language=None if settings.language == "auto" else settings.language,
         )
 
     async def system_prompt_for(self, chat_key: str) -> str:

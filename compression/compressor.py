@@ -239,6 +239,7 @@ class ContextCompressor(ContextEngine):
             today=dt.datetime.fromtimestamp(now, tz=dt.UTC).date(),
             participants=tuple(participants(middle)),
             pins=tuple(pins),
+            language=self._config.language,
         )
 
     def _input_chars(self, budget_tokens: int, previous: str | None, chars_per_token: float) -> int:

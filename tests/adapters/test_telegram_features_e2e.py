@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import json
 from collections.abc import AsyncIterator
@@ -11,7 +12,7 @@ import pytest
 
 from bot.llm import ToolCall
 from bot.tools import ToolContext, run_tool
-from tests.adapters.telegram_rig import GROUP_KEY, Running, serving
+from tests.adapters.telegram_rig import GROUP_KEY, WAIT_SECONDS, Running, serving
 from tests.fakes.fixtures import fake_telegram  # noqa: F401  (pytest fixture)
 from tests.fakes.openai_server import Reply
 from tests.fakes.telegram_server import FakeTelegram
@@ -176,3 +177,42 @@ async def test_file_over_the_limit_is_never_fetched_or_sent(vision_bot: Running)
     assert vision_bot.llm is not None
     assert all(not _image_urls(r) for r in vision_bot.llm.completions)
     assert "[image] (not read: 4.8 MB is over the limit)" in (await vision_bot.history())[-2]
+
+
+async def test_chinese_chat_gets_chinese_notices(bot: Running) -> None:
+    tg = bot.tg
+    tg.set_chat_member(-1001, 1, "administrator")
+    tg.push_update(tg.group_message("/config@compact_bot language zh"))
+    confirmed = await asyncio.wait_for(tg.sent.get(), WAIT_SECONDS)
+    assert confirmed.text.startswith("✅ language = zh（从下一条消息起生效）")
+    tg.push_update(tg.group_message("/status@compact_bot"))
+    status = await asyncio.wait_for(tg.sent.get(), WAIT_SECONDS)
+    assert status.text.startswith("📊 上下文")
+    assert "断路器：正常" in status.text
+    tg.push_update(tg.group_message("/new@compact_bot", user_id=5))  # not an admin
+    refused = await asyncio.wait_for(tg.sent.get(), WAIT_SECONDS)
+    assert refused.text == "⛔ /new 需要本聊天的管理员权限。没有做任何更改。"
+
+
+async def test_members_language_code_chooses_the_notice_language(bot: Running) -> None:
+    tg = bot.tg
+    update = tg.private_message("/usage", user_id=8)
+    update["message"]["from"]["language_code"] = "zh-hans"
+    tg.push_update(update)
+    sent = await asyncio.wait_for(tg.sent.get(), WAIT_SECONDS)
+    assert sent.text.startswith("📈 用量（UTC）")
+    english = tg.private_message("/usage", user_id=9)
+    tg.push_update(english)
+    assert (await asyncio.wait_for(tg.sent.get(), WAIT_SECONDS)).text.startswith("📈 Usage (UTC)")
+
+
+async def test_chat_language_reaches_the_summarizer(bot: Running) -> None:
+    await bot.app.services.store.set_chat_setting(GROUP_KEY, "language", "Chinese")
+    for i in range(FILLER_MESSAGES):
+        bot.tg.push_update(bot.tg.group_message(f"chatter {i} about lunch"))
+    await bot.stored(f"chatter {FILLER_MESSAGES - 1}")
+    await _compact_everything(bot)
+    assert bot.llm is not None
+    assert "Write the summary in Chinese." in json.dumps(
+        bot.llm.completions[-1]["messages"], ensure_ascii=False
+    )
