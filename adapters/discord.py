@@ -21,6 +21,7 @@ from adapters.discord_gating import (
     message_facts,
     to_inbound,
 )
+from adapters.discord_media import download_attachment
 from adapters.discord_slash import (
     PRIVATE_REPLY_COMMANDS,
     PendingInteractions,
@@ -31,7 +32,14 @@ from adapters.discord_stream import DiscordStreamSurface
 from adapters.discord_text import discord_chunks, neutralize_mass_mentions
 from bot import chat_settings
 from bot.chat_settings import Activation, ChatSettings
-from bot.events import Adapter, DeliveryError, InboundMessage, ReplyTarget, chat_key
+from bot.events import (
+    Adapter,
+    Attachment,
+    DeliveryError,
+    InboundMessage,
+    ReplyTarget,
+    chat_key,
+)
 from bot.streaming import PacedStream, ReplyStream
 
 if TYPE_CHECKING:
@@ -248,6 +256,9 @@ class DiscordPlatform:
         return PacedStream(
             DiscordStreamSurface(channel, self._reference(target), deliver, NO_PINGS)
         )
+
+    async def download(self, attachment: Attachment, max_bytes: int) -> bytes:
+        return await download_attachment(self._client, attachment, max_bytes)
 
     async def is_admin(self, message: InboundMessage) -> bool:
         if message.is_admin is not None:

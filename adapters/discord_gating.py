@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import Literal
 
 import discord
 
 from bot.chat_settings import Activation
-from bot.events import InboundMessage
+from bot.events import Attachment, InboundMessage
 
 PLATFORM = "discord"
 # A user mention and the blanks after it, so "<@bot> hi" becomes "hi", not " hi".
@@ -39,6 +40,7 @@ class DiscordFacts:
     reply_to_author_id: str | None = None
     reply_to_text: str | None = None
     reply_to_author: str | None = None
+    attachments: tuple[Attachment, ...] = ()
     chat_title: str | None = None
     is_admin: bool | None = None
 
@@ -81,6 +83,7 @@ def message_facts(message: discord.Message) -> DiscordFacts:
         reply_to_author_id=reply_to_author_id,
         reply_to_text=reply_to_text,
         reply_to_author=reply_to_author,
+        attachments=tuple(_attachment(a) for a in message.attachments),
         chat_title=_title(channel),
         is_admin=_member_is_admin(message),
     )
@@ -169,9 +172,18 @@ def to_inbound(
         reply_to=facts.reply_to_id,
         reply_to_text=facts.reply_to_text,
         reply_to_author=facts.reply_to_author,
+        attachments=facts.attachments,
         chat_title=facts.chat_title,
         is_admin=facts.is_admin,
     )
+
+
+def _attachment(file: discord.Attachment) -> Attachment:
+    mime = file.content_type
+    kind: Literal["image", "document"] = (
+        "image" if (mime or "").startswith("image/") else "document"
+    )
+    return Attachment(kind, file.url, name=file.filename, mime_type=mime, size_bytes=file.size)
 
 
 def _title(channel: object) -> str | None:

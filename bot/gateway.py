@@ -216,8 +216,13 @@ class Gateway:
             on_text=stream.update if stream is not None else None,
             model=services.model_for(settings),
         )
-        async with pending.adapter.typing(target):
-            result = await services.agent.run_turn(request)
+        try:
+            async with pending.adapter.typing(target):
+                result = await services.agent.run_turn(request)
+        except BaseException:
+            if stream is not None:
+                await stream.abandon()
+            raise
         for notice in result.notices:
             await self._send(pending.adapter, target, notice)
         if result.reply is not None:

@@ -82,3 +82,16 @@ async def test_edited_message_is_stored_with_its_new_text(rig: Rig) -> None:
 
     await _until(changed)
     assert await _search(rig, "monday") == []
+
+
+async def test_attached_text_document_is_read_into_a_searchable_note(rig: Rig) -> None:
+    notes = b"Meeting notes: the venue deposit is 950 CHF, due on 12 March."
+    await rig.discord.send_message(
+        "notes from today", mention_bot=True, files={"notes.txt": ("text/plain", notes)}
+    )
+    await rig.next_sent()
+    await rig.settle()
+    assert rig.discord.attachment_downloads == ["notes.txt"]
+    assert any("950 CHF" in hit for hit in await _search(rig, "venue deposit"))
+    prompt = str(rig.llm.completions[-1]["messages"][-1]["content"])
+    assert prompt.startswith("[alice] notes from today\n[document: notes.txt]\nMeeting notes")
