@@ -12,7 +12,7 @@ from bot.commands import CommandContext, parse_command, run_command
 from bot.compaction import CompactionReport
 from bot.events import Adapter, DeliveryError, InboundMessage, ReplyTarget
 from bot.i18n import language_for, localize
-from bot.inbound_text import enrich_media, reply_quote, transcript_text
+from bot.inbound_text import drop_images, enrich_media, reply_quote, transcript_text
 from bot.lanes import LaneScheduler
 from bot.limits import RATE_WINDOW_SECONDS, NoticeGate, RateLimiter, budget_exceeded, utc_day
 from bot.runner import TurnRequest
@@ -223,6 +223,8 @@ class Gateway:
             if stream is not None:
                 await stream.abandon()
             raise
+        if message.attachments:
+            await drop_images(services, message)
         for notice in result.notices:
             await self._send(pending.adapter, target, notice)
         if result.reply is not None:

@@ -67,9 +67,26 @@ async def enrich_media(
     shared = message.is_group and settings.memory_scope == "shared"
     quote = await reply_quote(services.store, message)
     text = transcript_text(message, shared=shared, quote=quote, notes=())
-    content = with_media(text, read.notes, read.image_parts)
+    # Only a message the bot will answer carries its images, and only until that answer.
+    images = read.image_parts if message.addressed else ()
+    content = with_media(text, read.notes, images)
     tokens = services.counter.count_message({"role": "user", "content": content})
     await services.store.set_message_content(message_id, content, tokens)
+
+
+async def drop_images(services: Services, message: InboundMessage) -> None:
+    """After the answer: the stored message keeps its text and descriptions, not the image."""
+    if message.platform_message_id is None:
+        return
+    row = await services.store.find_platform_message(message.chat_key, message.platform_message_id)
+    if row is None or not isinstance(row.content, list):
+        return
+    texts = [
+        p.get("text", "") for p in row.content if isinstance(p, dict) and p.get("type") == "text"
+    ]
+    content = "\n".join(t for t in texts if t)
+    tokens = services.counter.count_message({"role": "user", "content": content})
+    await services.store.set_message_content(row.id, content, tokens)
 
 
 def _clip(text: str) -> str:

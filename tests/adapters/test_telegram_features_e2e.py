@@ -20,6 +20,7 @@ from tests.fakes.telegram_server import FakeTelegram
 pytestmark = pytest.mark.filterwarnings("ignore::telegram.warnings.PTBDeprecationWarning")
 
 FILLER_MESSAGES = 40
+FILLER_PADDING = "and the weather, the traffic and the coffee machine again " * 30
 
 
 @pytest.fixture
@@ -49,7 +50,7 @@ async def test_reply_to_a_compacted_message_quotes_the_original(bot: Running) ->
     original = tg.group_message("the launch codename is BLUEFIN", first_name="Bob", user_id=2)
     tg.push_update(original)
     for i in range(FILLER_MESSAGES):
-        tg.push_update(tg.group_message(f"chatter {i} about lunch"))
+        tg.push_update(tg.group_message(f"chatter {i} about lunch {FILLER_PADDING}"))
     await bot.stored(f"chatter {FILLER_MESSAGES - 1}")
     await _compact_everything(bot)
     row = await bot.app.services.store.find_platform_message(
@@ -148,10 +149,16 @@ async def test_vision_model_gets_the_image_and_its_description_survives_compacti
     answer_request = bot.llm.completions[-1]
     assert _image_urls(answer_request) == [expected_url]
     assert f"[image: {DESCRIPTION}]" in str(_user_contents(answer_request)[-1])
+    # Answered: the stored message keeps the description, not the image, for later turns.
+    stored = await bot.history()
+    assert f"[Alice] @compact_bot what's wrong here?\n[image: {DESCRIPTION}]" in stored
+    assert "base64" not in " ".join(stored)
 
     for i in range(FILLER_MESSAGES):
-        tg.push_update(tg.group_message(f"chatter {i} about lunch"))
-    await bot.stored(f"chatter {FILLER_MESSAGES - 1}")
+        tg.push_update(tg.group_message(f"chatter {i} about lunch {FILLER_PADDING}"))
+    # A later exchange: the compaction keeps the newest ask and reply, not the photo's.
+    tg.push_update(tg.group_message("thanks, all sorted", mention_bot=True))
+    await bot.answered()
     await _compact_everything(bot)
     summary_input = json.dumps(bot.llm.completions[-1]["messages"])
     assert DESCRIPTION in summary_input  # the summarizer read the description as text
@@ -209,7 +216,7 @@ async def test_members_language_code_chooses_the_notice_language(bot: Running) -
 async def test_chat_language_reaches_the_summarizer(bot: Running) -> None:
     await bot.app.services.store.set_chat_setting(GROUP_KEY, "language", "Chinese")
     for i in range(FILLER_MESSAGES):
-        bot.tg.push_update(bot.tg.group_message(f"chatter {i} about lunch"))
+        bot.tg.push_update(bot.tg.group_message(f"chatter {i} about lunch {FILLER_PADDING}"))
     await bot.stored(f"chatter {FILLER_MESSAGES - 1}")
     await _compact_everything(bot)
     assert bot.llm is not None
