@@ -11,7 +11,8 @@ from typing import TYPE_CHECKING
 from bot import chat_settings
 from bot.catchup import catchup
 from bot.chat_settings import ChatSettings, SettingError
-from bot.events import Adapter, InboundMessage
+from bot.events import Adapter, DeliveryError, InboundMessage, ReplyTarget
+from bot.i18n import language_for, localize
 from bot.limits import utc_day
 from bot.status_report import status_text, usage_text
 from bot.store.base import NewMessage
@@ -23,6 +24,8 @@ log = logging.getLogger(__name__)
 
 _COMMAND = re.compile(r"^/([A-Za-z][A-Za-z0-9_]{0,31})(?:@[A-Za-z0-9_]+)?(?:\s+(.*))?$", re.DOTALL)
 MAX_PIN_CHARS = 500
+# Platforms where a member's id is also their private chat with the bot.
+PRIVATE_CHAT_PLATFORMS = frozenset({"telegram"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -200,15 +203,26 @@ async def _usage(args: str, ctx: CommandContext) -> list[str]:
 
 async def _summary(args: str, ctx: CommandContext) -> list[str]:
     settings = ctx.settings
-    return [
-        await catchup(
-            ctx.gateway.services,
-            chat_key=ctx.message.chat_key,
-            asker_id=ctx.message.author_id,
-            args=args,
-            language=None if settings.language == "auto" else settings.language,
-        )
-    ]
+    message = ctx.message
+    digest = await catchup(
+        ctx.gateway.services,
+        chat_key=message.chat_key,
+        asker_id=message.author_id,
+        args=args,
+        language=None if settings.language == "auto" else settings.language,
+    )
+    if message.platform in PRIVATE_CHAT_PLATFORMS and message.is_group:
+        # Private to the asker where the bot can reach them; Telegram refuses a bot that the
+        # member never started, and then the group gets the digest instead.
+        private = ReplyTarget(message.platform, message.author_id)
+        language = language_for(settings.language, message.language_code)
+        try:
+            await ctx.adapter.send(private, localize(digest, language))
+        except DeliveryError:
+            log.info("digest not deliverable privately (chat=%s)", message.chat_key)
+        else:
+            return [f"📬 {message.author_name}, I sent you the summary privately."]
+    return [digest]
 
 
 async def _remember_in_transcript(ctx: CommandContext, command: str, ack: str) -> None:

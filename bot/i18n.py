@@ -82,6 +82,7 @@ _TEMPLATES: tuple[tuple[str, str], ...] = (
     ("🧾 What you missed since your last message ({n} messages):",
      "🧾 自你上一条消息以来你错过的内容（{n} 条消息）："),
     ("🧾 What you missed {what} ({n} messages):", "🧾 你错过的内容：{what}（{n} 条消息）："),
+    ("📬 {name}, I sent you the summary privately.", "📬 {name}，我已私信你摘要。"),
     # streaming
     ("⚠️ The answer was cut off: the connection to the model broke.",
      "⚠️ 回答被中断：与模型的连接断开了。"),

@@ -223,3 +223,36 @@ async def test_chat_language_reaches_the_summarizer(bot: Running) -> None:
     assert "Write the summary in Chinese." in json.dumps(
         bot.llm.completions[-1]["messages"], ensure_ascii=False
     )
+
+
+async def test_group_summary_goes_privately_to_the_asker(bot: Running) -> None:
+    tg = bot.tg
+    tg.push_update(
+        tg.group_message("Decision: we will ship on Thursday", first_name="Bob", user_id=2)
+    )
+    await bot.stored("ship on Thursday")
+    tg.push_update(tg.group_message("/summary@compact_bot"))
+    private = await asyncio.wait_for(tg.sent.get(), WAIT_SECONDS)
+    notice = await asyncio.wait_for(tg.sent.get(), WAIT_SECONDS)
+    assert private.chat_id == 1  # Alice's private chat with the bot
+    assert private.text.startswith("🧾 What you missed since your last message (1 messages)")
+    assert bot.llm is not None
+    assert "ship on Thursday" in json.dumps(bot.llm.completions[-1]["messages"])
+    assert notice.chat_id == -1001
+    assert notice.text == "📬 Alice, I sent you the summary privately."
+
+
+async def test_group_summary_falls_back_to_the_group_when_the_asker_is_unreachable(
+    bot: Running,
+) -> None:
+    tg = bot.tg
+    tg.push_update(
+        tg.group_message("Decision: we will ship on Thursday", first_name="Bob", user_id=2)
+    )
+    await bot.stored("ship on Thursday")
+    tg.fail_next("sendMessage", 403, "Forbidden: bot can't initiate conversation with a user")
+    tg.push_update(tg.group_message("/summary@compact_bot"))
+    sent = await asyncio.wait_for(tg.sent.get(), WAIT_SECONDS)
+    assert sent.chat_id == -1001
+    assert sent.text.startswith("🧾 What you missed since your last message (1 messages)")
+    assert [c.params["chat_id"] for c in tg.calls_to("sendMessage")] == [1, -1001]
