@@ -59,6 +59,8 @@ SEND_RETRY_BACKOFF_SECONDS = (1.0, 3.0)
 SERVER_ERROR_STATUS = 500
 TOO_MANY_REQUESTS = 429  # only reaches us without Discord's `Via` header (a Cloudflare limit)
 
+# Interaction.extras key: the command's reply is for the asker only (ephemeral).
+PRIVATE_EXTRA = "compactbot_private"
 NO_PINGS = discord.AllowedMentions.none()  # model output never pings @everyone, roles or users
 _TRANSPORT_ERRORS = (aiohttp.ClientError, OSError, TimeoutError)
 
@@ -210,6 +212,7 @@ class DiscordPlatform:
         try:
             # Discord wants an answer within 3 s; the reply follows through the followup webhook.
             private = name in PRIVATE_REPLY_COMMANDS
+            interaction.extras[PRIVATE_EXTRA] = private
             await interaction.response.defer(thinking=True, ephemeral=private)
             self._interactions.add(interaction)
         except (discord.HTTPException, *_TRANSPORT_ERRORS):
@@ -240,6 +243,9 @@ class DiscordPlatform:
         for chunk in chunks:
             if interaction is not None and await self._followup(interaction, target, chunk):
                 continue
+            if interaction is not None and interaction.extras.get(PRIVATE_EXTRA):
+                # Meant for the asker only: never posted to the whole channel instead.
+                raise DeliveryError("private slash reply could not be delivered")
             interaction = None  # its webhook is gone: the rest goes to the channel
             await self._deliver(target, chunk, reference)
             reference = None
@@ -359,7 +365,12 @@ class DiscordPlatform:
         """Answer a deferred slash command; False when its webhook no longer takes messages."""
         try:
             await asyncio.wait_for(
-                interaction.followup.send(chunk, allowed_mentions=NO_PINGS), SEND_TIMEOUT_SECONDS
+                interaction.followup.send(
+                    chunk,
+                    allowed_mentions=NO_PINGS,
+                    ephemeral=bool(interaction.extras.get(PRIVATE_EXTRA)),
+                ),
+                SEND_TIMEOUT_SECONDS,
             )
         except (discord.HTTPException, *_TRANSPORT_ERRORS):
             log.warning(

@@ -99,3 +99,5 @@ async def test_slash_summary_is_answered_only_to_the_asker(
     (callback,) = slash_fake.interaction_callbacks
     assert callback.body["type"] == DEFERRED_CHANNEL_MESSAGE
     assert callback.body["data"]["flags"] & EPHEMERAL_FLAG  # only the asker sees the digest
+    assert followup.body["flags"] & EPHEMERAL_FLAG
+    assert not slash_fake.calls_to("/messages")  # nothing in the channel
