@@ -14,6 +14,7 @@ from typing import Any
 
 from aiohttp import web
 
+from tests.fakes.telegram_files import FileHosting
 from tests.fakes.telegram_updates import (
     BotIdentity,
     bot_reply_dict,
@@ -79,7 +80,7 @@ class Failure:
     parameters: dict[str, Any] = field(default_factory=dict)
 
 
-class FakeTelegram:
+class FakeTelegram(FileHosting):
     """`async with FakeTelegram() as fake:` then point PTB at `fake.base_url`."""
 
     def __init__(
@@ -98,8 +99,8 @@ class FakeTelegram:
         # time.monotonic() when each editMessageText / sendMessageDraft arrived, for pacing tests.
         self.edit_times: list[float] = []
         self.draft_log: list[dict[str, Any]] = []
-        self.files: dict[str, bytes] = {}  # file_id -> content, served through getFile
-        self.downloads: list[str] = []  # file paths fetched from the file endpoint
+        self.files: dict[str, bytes] = {}
+        self.downloads: list[str] = []
         self.draft_times: list[float] = []
         self.webhook: dict[str, Any] = {}
         self.commands: dict[str, list[dict[str, Any]]] = {}
@@ -190,56 +191,6 @@ class FakeTelegram:
         self._updates.append(dict(update))
         self._wakeup.set()
         self._wakeup = asyncio.Event()
-
-    def media_message(
-        self,
-        caption: str,
-        *,
-        photo: bytes | None = None,
-        document: tuple[str, str, bytes] | None = None,
-        mention_bot: bool = False,
-        chat_id: int = -1001,
-        user_id: int = 1,
-        first_name: str = "Alice",
-        declared_size: int | None = None,
-    ) -> dict[str, Any]:
-        """A group photo or document (name, mime type, bytes) with a caption; the file is
-        hosted here for getFile. `declared_size` overrides the size Telegram reports."""
-        update = self.group_message(
-            caption,
-            mention_bot=mention_bot,
-            chat_id=chat_id,
-            user_id=user_id,
-            first_name=first_name,
-        )
-        message = update["message"]
-        message["caption"] = message.pop("text")
-        if "entities" in message:
-            message["caption_entities"] = message.pop("entities")
-        file_id = f"file{message['message_id']}"
-        data = photo if photo is not None else (document[2] if document else b"")
-        self.files[file_id] = data
-        size = declared_size if declared_size is not None else len(data)
-        if photo is not None:
-            message["photo"] = [
-                {"file_id": file_id + "s", "file_unique_id": "s", "width": 90, "height": 60},
-                {
-                    "file_id": file_id,
-                    "file_unique_id": "u" + file_id,
-                    "width": 1280,
-                    "height": 720,
-                    "file_size": size,
-                },
-            ]
-        elif document is not None:
-            message["document"] = {
-                "file_id": file_id,
-                "file_unique_id": "u" + file_id,
-                "file_name": document[0],
-                "mime_type": document[1],
-                "file_size": size,
-            }
-        return update
 
     def pending_updates(self) -> int:
         """Updates pushed but not yet confirmed by a later getUpdates offset."""
@@ -412,28 +363,6 @@ class FakeTelegram:
         self.draft_log.append(params)
         self.draft_times.append(time.monotonic())
         return True
-
-    async def _get_file(self, params: dict[str, Any]) -> dict[str, Any]:
-        file_id = str(params["file_id"])
-        if file_id not in self.files:
-            raise BadRequestError("wrong file_id or the file is temporarily unavailable")
-        data = self.files[file_id]
-        return {
-            "file_id": file_id,
-            "file_unique_id": "u" + file_id,
-            "file_size": len(data),
-            "file_path": f"files/{file_id}",
-        }
-
-    async def _download(self, request: web.Request) -> web.Response:
-        if request.match_info["token"] != self.token:
-            return web.Response(status=401)
-        path = request.match_info["path"]
-        self.downloads.append(path)
-        data = self.files.get(path.removeprefix("files/"))
-        if data is None:
-            return web.Response(status=404)
-        return web.Response(body=data, content_type="application/octet-stream")
 
     def _bot_message(self, chat_id: int, text: str, thread_id: int | None) -> dict[str, Any]:
         message: dict[str, Any] = {
