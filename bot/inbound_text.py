@@ -63,6 +63,10 @@ async def enrich_media(
     vision = services.config.model.vision
     limits = MediaLimits(vision, media.max_file_bytes, media.max_document_chars)
     read = await read_media(message.attachments, source, services.llm, limits)
+    for prompt, completion in read.usage:
+        await services.store.add_usage(
+            message.chat_key, message.author_id, "reply", prompt, completion
+        )
     settings = await services.settings_for(message.chat_key)
     shared = message.is_group and settings.memory_scope == "shared"
     quote = await reply_quote(services.store, message)

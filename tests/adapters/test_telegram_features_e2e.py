@@ -147,6 +147,8 @@ async def test_vision_model_gets_the_image_and_its_description_survives_compacti
     await bot.answered()
     expected_url = "data:image/jpeg;base64," + base64.b64encode(PHOTO).decode()
     answer_request = bot.llm.completions[-1]
+    usage = await bot.app.services.store.usage(GROUP_KEY, "2000-01-01")
+    assert sum(row.calls for row in usage if row.user_id == "1") == 2  # description + answer
     assert _image_urls(answer_request) == [expected_url]
     assert f"[image: {DESCRIPTION}]" in str(_user_contents(answer_request)[-1])
     # Answered: the stored message keeps the description, not the image, for later turns.
