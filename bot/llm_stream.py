@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 from bot.llm import LLMClient, LLMError, LLMResponse, LLMTransientError, OpenAIChatClient, ToolCall
 
@@ -18,8 +18,9 @@ STREAM_BROKEN_NOTICE = "⚠️ The answer was cut off: the connection to the mod
 TextSink = Callable[[str], Awaitable[None]]
 
 
+@runtime_checkable
 class StreamingLLM(Protocol):
-    """An LLM client that can also stream; `bot.llm.OpenAIChatClient` is one."""
+    """An LLM client that can also stream; `StreamingChatClient` below is one."""
 
     async def stream(
         self,
@@ -49,11 +50,10 @@ async def complete_maybe_streaming(
     model: str | None = None,
 ) -> LLMResponse:
     """Stream when a sink is given and the client can; otherwise one plain completion."""
-    stream = getattr(llm, "stream", None)
-    if on_text is None or stream is None:
+    if on_text is None or not isinstance(llm, StreamingLLM):
         return await llm.complete(messages, tools=tools, model=model)
     try:
-        response: LLMResponse = await stream(messages, on_text=on_text, tools=tools, model=model)
+        response = await llm.stream(messages, on_text=on_text, tools=tools, model=model)
     except StreamBrokenError as broken:
         # Members saw `partial`; the transcript keeps exactly that, with the reason.
         log.warning("llm stream broke after %d chars", len(broken.partial))

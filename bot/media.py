@@ -13,7 +13,7 @@ import base64
 import logging
 from dataclasses import dataclass
 from pathlib import PurePosixPath
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 from bot.events import Attachment
 from bot.llm import LLMClient, LLMError
@@ -42,6 +42,7 @@ class MediaError(Exception):
     """A file could not be fetched from the platform."""
 
 
+@runtime_checkable
 class MediaSource(Protocol):
     """An adapter that can fetch the files its messages carry."""
 
@@ -116,14 +117,13 @@ async def _read_one(
 ) -> tuple[str, dict[str, Any] | None]:
     wanted = attachment.kind == "image" and limits.vision and not llm.offline
     wanted = wanted or (attachment.kind == "document" and is_text_document(attachment))
-    download = getattr(source, "download", None)
-    if not wanted or download is None:
+    if not wanted or not isinstance(source, MediaSource):
         return placeholder(attachment), None
     size = attachment.size_bytes
     if size is not None and size > limits.max_file_bytes:
         return f"{placeholder(attachment)} (not read: {_kib(size)} is over the limit)", None
     try:
-        data: bytes = await download(attachment, limits.max_file_bytes)
+        data = await source.download(attachment, limits.max_file_bytes)
     except MediaError as exc:
         log.warning("media: %s not fetched: %s", attachment.kind, exc)
         return placeholder(attachment), None

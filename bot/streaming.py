@@ -13,7 +13,7 @@ import contextlib
 import logging
 import time
 from collections.abc import Awaitable, Callable
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 from bot.events import DeliveryError, ReplyTarget
 
@@ -52,6 +52,7 @@ class StreamSurface(Protocol):
         ...
 
 
+@runtime_checkable
 class StreamingAdapter(Protocol):
     """An adapter that can stream; the gateway asks it for a stream per reply."""
 
@@ -61,6 +62,8 @@ class StreamingAdapter(Protocol):
 
 
 class ReplyStream(Protocol):
+    """One streamed reply: the text so far, then the final text (or nothing, if abandoned)."""
+
     async def update(self, text: str) -> None: ...
     async def finish(self, text: str) -> None: ...
     async def abandon(self) -> None: ...
@@ -160,11 +163,9 @@ class PacedStream:
 
 def open_stream(adapter: object, target: ReplyTarget, *, is_group: bool) -> ReplyStream | None:
     """The adapter's stream for this reply, when it streams at all."""
-    opener = getattr(adapter, "open_stream", None)
-    if opener is None:
+    if not isinstance(adapter, StreamingAdapter):
         return None
-    stream: ReplyStream | None = opener(target, is_group=is_group)
-    return stream
+    return adapter.open_stream(target, is_group=is_group)
 
 
 async def finish_stream(stream: ReplyStream, text: str, chat_key: str) -> None:
