@@ -95,3 +95,18 @@ async def test_attached_text_document_is_read_into_a_searchable_note(rig: Rig) -
     assert any("950 CHF" in hit for hit in await _search(rig, "venue deposit"))
     prompt = str(rig.llm.completions[-1]["messages"][-1]["content"])
     assert prompt.startswith("[alice] notes from today\n[document: notes.txt]\nMeeting notes")
+
+
+async def test_reply_to_a_members_message_quotes_it_in_the_turn(rig: Rig) -> None:
+    original = await rig.discord.send_message(
+        "the staging password rotates on Mondays", author_id=1002, author_name="bob"
+    )
+    await rig.next_handled()
+    await rig.discord.send_message(
+        "is that still true?", mention_bot=True, reply_to_message_id=int(original["id"])
+    )
+    await rig.next_sent()
+    last = rig.llm.completions[-1]["messages"][-1]["content"]
+    assert last == (
+        '[alice] (in reply to bob: "the staging password rotates on Mondays") is that still true?'
+    )

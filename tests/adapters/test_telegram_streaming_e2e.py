@@ -150,3 +150,15 @@ async def test_broken_stream_ends_with_what_arrived_and_a_notice(bot: Running) -
     assert shown == render_chunks(expected)[0]
     assert len(bot.llm.completions) == 1  # not retried: members already saw the start
     assert expected in await bot.history(f"telegram:{GROUP}")
+
+
+async def test_streamed_answer_in_a_forum_topic_stays_in_the_topic(bot: Running) -> None:
+    bot.llm.script(Reply(ANSWER, chunk_chars=PIECE_CHARS, chunk_delay=PIECE_DELAY_SECONDS))
+    update = bot.tg.group_message("explain", mention_bot=True, thread_id=42, is_forum=True)
+    bot.tg.push_update(update)
+    await _answered(bot)
+    (preview,) = bot.tg.sent_log
+    assert preview.thread_id == 42
+    assert preview.params["reply_parameters"]["message_id"] == update["message"]["message_id"]
+    assert bot.tg.edit_log[-1]["text"] == render_chunks(ANSWER)[0]
+    assert ANSWER in await bot.history(f"telegram:{GROUP}:42")
