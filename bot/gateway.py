@@ -11,10 +11,11 @@ from bot.chat_settings import ChatSettings
 from bot.commands import CommandContext, parse_command, run_command
 from bot.compaction import CompactionReport
 from bot.events import Adapter, DeliveryError, InboundMessage, ReplyTarget
-from bot.i18n import language_for, localize
+from bot.i18n import language_for, localize, localize_trailer
 from bot.inbound_text import drop_images, enrich_media, reply_quote, transcript_text
 from bot.lanes import LaneScheduler
 from bot.limits import RATE_WINDOW_SECONDS, NoticeGate, RateLimiter, budget_exceeded, utc_day
+from bot.llm_stream import STREAM_BROKEN_NOTICE
 from bot.runner import TurnRequest
 from bot.services import Services
 from bot.store.base import NewMessage, SessionRecord
@@ -228,11 +229,13 @@ class Gateway:
         for notice in result.notices:
             await self._send(pending.adapter, target, notice)
         if result.reply is not None:
-            await self._store_reply(pending.session_id, result.reply)
+            language = language_for(settings.language, self._language_codes.get(message.chat_key))
+            reply = localize_trailer(result.reply, STREAM_BROKEN_NOTICE, language)
+            await self._store_reply(pending.session_id, reply)
             if stream is not None:
-                await finish_stream(stream, result.reply or "…", message.chat_key)
+                await finish_stream(stream, reply or "…", message.chat_key)
             else:
-                await self._send(pending.adapter, target, result.reply or "…", own_words=False)
+                await self._send(pending.adapter, target, reply or "…", own_words=False)
             self._failure_noticed.pop(message.chat_key, None)
         elif stream is not None:
             await stream.abandon()

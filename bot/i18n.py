@@ -155,6 +155,13 @@ def localize(text: str, language: Language) -> str:
     return "\n".join(_translate_line(line, templates) or line for line in text.split("\n"))
 
 
+def localize_trailer(text: str, trailer: str, language: Language) -> str:
+    """Model output that ends with one of our notices: only the notice is translated."""
+    if not text.endswith(trailer):
+        return text
+    return text[: len(text) - len(trailer)] + localize(trailer, language)
+
+
 def _translate_line(line: str, templates: tuple[_Template, ...]) -> str | None:
     for template in templates:
         match = template.pattern.match(line)

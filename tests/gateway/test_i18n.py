@@ -46,3 +46,13 @@ def test_language_comes_from_the_setting_then_the_platform_code() -> None:
     assert i18n.language_for("auto", "zh-hans") == i18n.CHINESE
     assert i18n.language_for("auto", "en-US") == i18n.ENGLISH
     assert i18n.language_for("German", "zh") == i18n.ENGLISH
+
+
+def test_only_our_trailing_notice_is_translated_in_model_output() -> None:
+    text = f"Compactions: 3\n\n{STREAM_BROKEN_NOTICE}"
+    assert i18n.localize_trailer(text, STREAM_BROKEN_NOTICE, i18n.CHINESE) == (
+        "Compactions: 3\n\n⚠️ 回答被中断：与模型的连接断开了。"
+    )
+    assert i18n.localize_trailer("Compactions: 3", STREAM_BROKEN_NOTICE, i18n.CHINESE) == (
+        "Compactions: 3"
+    )
