@@ -12,6 +12,7 @@ import aiohttp
 import discord
 from discord import app_commands
 
+from adapters.discord_changes import on_raw_delete, on_raw_edit
 from adapters.discord_gating import (
     PLATFORM,
     ignore_reason,
@@ -19,10 +20,24 @@ from adapters.discord_gating import (
     message_facts,
     to_inbound,
 )
-from adapters.discord_slash import PendingInteractions, slash_commands, slash_inbound
+from adapters.discord_media import download_attachment
+from adapters.discord_slash import (
+    PRIVATE_REPLY_COMMANDS,
+    PendingInteractions,
+    slash_commands,
+    slash_inbound,
+)
+from adapters.discord_stream import DiscordStreamSurface
 from adapters.discord_text import discord_chunks, neutralize_mass_mentions
-from bot.events import Adapter, DeliveryError, InboundMessage, ReplyTarget
+from bot.events import (
+    Adapter,
+    Attachment,
+    DeliveryError,
+    InboundMessage,
+    ReplyTarget,
+)
 from bot.lanes import LaneScheduler
+from bot.streaming import PacedStream, ReplyStream
 
 if TYPE_CHECKING:
     from bot.config import Config
@@ -45,6 +60,8 @@ TOO_MANY_REQUESTS = 429  # only reaches us without Discord's `Via` header (a Clo
 # Channels whose events are stored at once; a channel's own events always go one at a time.
 INBOUND_CHANNELS_CONCURRENT = 64
 
+# Interaction.extras key: the command's reply is for the asker only (ephemeral).
+PRIVATE_EXTRA = "compactbot_private"
 NO_PINGS = discord.AllowedMentions.none()  # model output never pings @everyone, roles or users
 _TRANSPORT_ERRORS = (aiohttp.ClientError, OSError, TimeoutError)
 
@@ -78,6 +95,12 @@ class _Client(discord.Client):
     async def on_message(self, message: discord.Message) -> None:
         self.platform.on_message(message)
 
+    async def on_raw_message_edit(self, payload: discord.RawMessageUpdateEvent) -> None:
+        await on_raw_edit(self, self.platform.services, payload)
+
+    async def on_raw_message_delete(self, payload: discord.RawMessageDeleteEvent) -> None:
+        await on_raw_delete(self, self.platform.services, payload)
+
 
 class DiscordPlatform:
     """The Discord adapter and its lifecycle: `start()` returns once the client is ready."""
@@ -104,6 +127,10 @@ class DiscordPlatform:
         # discord.py runs each event in its own task; this queues a channel's events in the
         # order they arrived, before anything awaits, so they are stored in that order.
         self._inbound = LaneScheduler(INBOUND_CHANNELS_CONCURRENT)
+
+    @property
+    def services(self) -> Services:
+        return self._gateway.services
 
     # --- lifecycle ------------------------------------------------------------------------
 
@@ -193,7 +220,9 @@ class DiscordPlatform:
         inbound = slash_inbound(interaction, name, args)
         try:
             # Discord wants an answer within 3 s; the reply follows through the followup webhook.
-            await interaction.response.defer(thinking=True)
+            private = name in PRIVATE_REPLY_COMMANDS
+            interaction.extras[PRIVATE_EXTRA] = private
+            await interaction.response.defer(thinking=True, ephemeral=private)
             self._interactions.add(interaction)
         except (discord.HTTPException, *_TRANSPORT_ERRORS):
             # Too late to acknowledge: run the command anyway and answer in the channel.
@@ -217,9 +246,28 @@ class DiscordPlatform:
         for chunk in chunks:
             if interaction is not None and await self._followup(interaction, target, chunk):
                 continue
+            if interaction is not None and interaction.extras.get(PRIVATE_EXTRA):
+                # Meant for the asker only: never posted to the whole channel instead.
+                raise DeliveryError("private slash reply could not be delivered")
             interaction = None  # its webhook is gone: the rest goes to the channel
             await self._deliver(target, chunk, reference)
             reference = None
+
+    def open_stream(self, target: ReplyTarget, *, is_group: bool) -> ReplyStream | None:
+        """One paced, edited message; slash commands answer through their followup instead."""
+        if self._client is None or self._interactions.get(target.reply_to_message_id):
+            return None
+
+        async def deliver(chunk: str, reference: discord.MessageReference | None) -> None:
+            await self._deliver(target, chunk, reference)
+
+        channel = self._channel(target)
+        return PacedStream(
+            DiscordStreamSurface(channel, self._reference(target), deliver, NO_PINGS)
+        )
+
+    async def download(self, attachment: Attachment, max_bytes: int) -> bytes:
+        return await download_attachment(self._client, attachment, max_bytes)
 
     async def is_admin(self, message: InboundMessage) -> bool:
         if message.is_admin is not None:
@@ -320,7 +368,12 @@ class DiscordPlatform:
         """Answer a deferred slash command; False when its webhook no longer takes messages."""
         try:
             await asyncio.wait_for(
-                interaction.followup.send(chunk, allowed_mentions=NO_PINGS), SEND_TIMEOUT_SECONDS
+                interaction.followup.send(
+                    chunk,
+                    allowed_mentions=NO_PINGS,
+                    ephemeral=bool(interaction.extras.get(PRIVATE_EXTRA)),
+                ),
+                SEND_TIMEOUT_SECONDS,
             )
         except (discord.HTTPException, *_TRANSPORT_ERRORS):
             log.warning(

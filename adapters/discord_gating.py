@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import Literal
 
 import discord
 
-from bot.events import InboundMessage
+from bot.events import Attachment, InboundMessage
 from bot.unicode_repair import repair_text
 
 PLATFORM = "discord"
@@ -37,6 +38,9 @@ class DiscordFacts:
     mentions: tuple[tuple[str, str], ...] = ()
     reply_to_id: str | None = None
     reply_to_author_id: str | None = None
+    reply_to_text: str | None = None
+    reply_to_author: str | None = None
+    attachments: tuple[Attachment, ...] = ()
     chat_title: str | None = None
     is_admin: bool | None = None
 
@@ -57,11 +61,13 @@ def message_facts(message: discord.Message) -> DiscordFacts:
     reference = message.reference
     reply_to_id = None
     reply_to_author_id = None
+    reply_to_text = reply_to_author = None
     if reference is not None and reference.message_id is not None:
         reply_to_id = str(reference.message_id)
         replied = reference.resolved or reference.cached_message
         if isinstance(replied, discord.Message):
             reply_to_author_id = str(replied.author.id)
+            reply_to_text, reply_to_author = replied.content, replied.author.display_name
     return DiscordFacts(
         message_id=str(message.id),
         channel_id=str(channel.id),
@@ -76,6 +82,9 @@ def message_facts(message: discord.Message) -> DiscordFacts:
         mentions=tuple((str(user.id), user.display_name) for user in message.mentions),
         reply_to_id=reply_to_id,
         reply_to_author_id=reply_to_author_id,
+        reply_to_text=reply_to_text,
+        reply_to_author=reply_to_author,
+        attachments=tuple(_attachment(a) for a in message.attachments),
         chat_title=_title(channel),
         is_admin=_member_is_admin(message),
     )
@@ -145,10 +154,21 @@ def to_inbound(facts: DiscordFacts, *, bot_id: str) -> InboundMessage:
         # Discord redelivers MESSAGE_CREATE after a gateway resume; the id makes it a duplicate.
         update_id=facts.message_id,
         reply_to=facts.reply_to_id,
+        reply_to_text=facts.reply_to_text,
+        reply_to_author=facts.reply_to_author,
+        attachments=facts.attachments,
         chat_title=facts.chat_title,
         is_admin=facts.is_admin,
         mentions_others=not addressed and mentions_others(facts, bot_id),
     )
+
+
+def _attachment(file: discord.Attachment) -> Attachment:
+    mime = file.content_type
+    kind: Literal["image", "document"] = (
+        "image" if (mime or "").startswith("image/") else "document"
+    )
+    return Attachment(kind, file.url, name=file.filename, mime_type=mime, size_bytes=file.size)
 
 
 def _title(channel: object) -> str | None:

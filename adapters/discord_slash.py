@@ -36,7 +36,11 @@ _PLAIN = {
 _WITH_FOCUS = {
     "compress": "Compact older history now (admins)",
     "compact": "Same as /compress",
+    "summary": "What you missed: since your last message, or 2h, @name, a topic (only you see it)",
+    "catchup": "Same as /summary",
 }
+# Answered only to the member who asked (an ephemeral reply).
+PRIVATE_REPLY_COMMANDS = frozenset({"summary", "catchup"})
 
 
 def slash_commands(run: SlashRunner) -> list[AppCommand]:

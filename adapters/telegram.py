@@ -41,11 +41,15 @@ from adapters.telegram_gating import (
     to_inbound,
 )
 from adapters.telegram_ingest import UpdateIngest
+from adapters.telegram_media import download_file
 from adapters.telegram_polling import UpdatePoller
+from adapters.telegram_stream import open_telegram_stream
 from adapters.telegram_webhook import WebhookServer
 from bot.config import Config, TelegramConfig
-from bot.events import DeliveryError, InboundMessage, ReplyTarget
+from bot.events import Attachment, DeliveryError, InboundMessage, ReplyTarget
 from bot.gateway import Gateway
+from bot.message_changes import apply_edit
+from bot.streaming import ReplyStream
 
 log = logging.getLogger(__name__)
 
@@ -65,6 +69,7 @@ USER_COMMANDS = (
     BotCommand("status", "Context gauge and compactions"),
     BotCommand("pins", "Facts I always keep"),
     BotCommand("usage", "Tokens used today and this month"),
+    BotCommand("summary", "What you missed: since your last message, 2h, @name or a topic"),
     BotCommand("config", "This chat's settings"),
 )
 ADMIN_COMMANDS = (
@@ -127,6 +132,7 @@ class TelegramPlatform:
         self._webhook: WebhookServer | None = None
         self._sender = TelegramSender(self._application.bot, metrics=gateway.services.metrics)
         self._admins = AdminCache(config.gateway.admin_cache_seconds, clock)
+        self._clock = clock
         self._me: BotSelf | None = None
         self._stopped = False
 
@@ -170,7 +176,8 @@ class TelegramPlatform:
 
     async def _start_updates(self) -> str:
         bot = self._application.bot
-        allowed = [Update.MESSAGE]  # edits, channel posts, reactions: nothing we act on
+        # Edits update the stored text; channel posts and reactions are nothing we act on.
+        allowed = [Update.MESSAGE, Update.EDITED_MESSAGE]
         url = self._config.webhook_url
         if url is None:
             await bot.delete_webhook(drop_pending_updates=False)
@@ -215,6 +222,9 @@ class TelegramPlatform:
 
     async def _handle_update(self, update: Update) -> None:
         """Returns once the update is stored (or needs nothing); raises when it was not."""
+        if update.edited_message is not None:
+            await self._handle_edit(update)
+            return
         reason = skip_reason(update)
         if reason is not None:
             log.debug("telegram: update %s skipped: %s", update.update_id, reason)
@@ -237,6 +247,15 @@ class TelegramPlatform:
         )
         await self._gateway.handle(inbound, self)
 
+    async def _handle_edit(self, update: Update) -> None:
+        edited = update.edited_message
+        if edited is None or edited.from_user is None or self._me is None:
+            return
+        if edited.text is None and edited.caption is None:
+            return
+        inbound = to_inbound(edited, update.update_id, addressed=False)
+        await apply_edit(self._gateway.services, inbound)
+
     # --- Adapter -----------------------------------------------------------------------
 
     async def send(self, target: ReplyTarget, text: str) -> None:
@@ -244,10 +263,23 @@ class TelegramPlatform:
             raise DeliveryError("telegram platform is stopped")
         await self._sender.send(target, text)
 
+    def open_stream(self, target: ReplyTarget, *, is_group: bool) -> ReplyStream | None:
+        """Drafts in private chats, one paced edited message in groups and topics."""
+        if self._stopped:
+            return None
+        bot = self._application.bot
+        return open_telegram_stream(
+            bot, self._sender, target, private=not is_group, clock=self._clock
+        )
+
     def typing(self, target: ReplyTarget) -> contextlib.AbstractAsyncContextManager[None]:
         if self._stopped:
             return contextlib.nullcontext()
         return self._sender.typing(target)
+
+    async def download(self, attachment: Attachment, max_bytes: int) -> bytes:
+        """A file of an inbound message, refused above `max_bytes` (before and after fetching)."""
+        return await download_file(self._application.bot, attachment, max_bytes)
 
     async def is_admin(self, message: InboundMessage) -> bool:
         """administrator or creator per getChatMember, cached; any error counts as no."""

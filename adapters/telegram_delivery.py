@@ -64,12 +64,17 @@ class TelegramSender:
 
     async def send(self, target: ReplyTarget, text: str) -> None:
         """Every chunk keeps the topic's thread id; only the first one quotes the question."""
-        chat_id, thread_id = _address(target)
+        await self.send_rendered(target, render_chunks(text), quote_first=True)
+
+    async def send_rendered(
+        self, target: ReplyTarget, chunks: list[str], *, quote_first: bool
+    ) -> None:
+        """Send HTML chunks in order; the first quotes the question when `quote_first`."""
+        chat_id, thread_id = address(target)
         reply_to = int(target.reply_to_message_id) if target.reply_to_message_id else None
-        chunks = render_chunks(text)
         for index, html in enumerate(chunks):
-            chunk = Chunk(chat_id, thread_id, html, reply_to if index == 0 else None)
-            chat_id = await self._deliver(chunk)
+            quote = reply_to if index == 0 and quote_first else None
+            chat_id = await self._deliver(Chunk(chat_id, thread_id, html, quote))
         log.debug("telegram: sent %d chunk(s) to %s", len(chunks), target.chat_key)
 
     async def _deliver(self, chunk: Chunk) -> int:
@@ -135,7 +140,7 @@ class TelegramSender:
     @contextlib.asynccontextmanager
     async def typing(self, target: ReplyTarget) -> AsyncIterator[None]:
         """ "typing…" in the chat (and topic) until the block exits; failures never matter."""
-        chat_id, thread_id = _address(target)
+        chat_id, thread_id = address(target)
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(
                 self._chat_action(chat_id, thread_id), TYPING_START_TIMEOUT_SECONDS
@@ -173,7 +178,7 @@ def retry_after_seconds(exc: RetryAfter) -> float:
     return float(value)
 
 
-def _address(target: ReplyTarget) -> tuple[int, int | None]:
+def address(target: ReplyTarget) -> tuple[int, int | None]:
     thread_id = int(target.thread_id) if target.thread_id else None
     return int(target.chat_id), thread_id
 

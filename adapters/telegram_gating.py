@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass
+from typing import Literal
 
 from telegram import Chat, Message, MessageEntity, Update
 
-from bot.events import InboundMessage, chat_key
+from bot.events import Attachment, InboundMessage, chat_key
 
 PLATFORM = "telegram"
 # Telegram requires every bot username to end in "bot"; a mention of one is a command to it.
@@ -50,7 +51,7 @@ def skip_reason(update: Update) -> str | None:
         return "not a message"
     if migration(message) is not None:
         return None
-    if message.text is None:
+    if message.text is None and not has_media(message):
         return "not a text message"
     if message.from_user is None:
         return "no sender"
@@ -103,8 +104,9 @@ def addressing(message: Message, me: BotSelf) -> Addressing:
 
 def _entities(message: Message) -> dict[MessageEntity, str]:
     """The addressing entities; none when their UTF-16 offsets split a character (bad input)."""
+    kinds: list[str | None] = list(_ADDRESS_ENTITIES)
     try:
-        return message.parse_entities(list(_ADDRESS_ENTITIES))
+        return {**message.parse_entities(kinds), **message.parse_caption_entities(kinds)}
     except UnicodeDecodeError:
         return {}
 
@@ -118,25 +120,56 @@ def to_inbound(
     # Plain replies in a supergroup also carry message_thread_id; only real topics are chats.
     thread_id = str(message.message_thread_id) if _in_topic(message) else None
     reply = message.reply_to_message
-    reply_to = str(reply.message_id) if reply is not None and not _is_topic_root(reply) else None
+    if reply is not None and _is_topic_root(reply):
+        reply = None
     return InboundMessage(
         platform=PLATFORM,
         chat_id=str(chat.id),
         author_id=author_id,
         author_name=author_name,
-        text=message.text or "",
+        text=message.text or message.caption or "",
         addressed=addressed,
         # A chat type this code does not know (Telegram adds some) is a group: admins only.
         is_group=chat.type != Chat.PRIVATE,
         thread_id=thread_id,
         platform_message_id=str(message.message_id),
         update_id=str(update_id),
-        reply_to=reply_to,
+        reply_to=str(reply.message_id) if reply is not None else None,
+        reply_to_text=(reply.text or reply.caption) if reply is not None else None,
+        reply_to_author=_author(reply)[1] if reply is not None else None,
         chat_title=chat.title,
         # An anonymous admin posts as the group itself; Telegram only lets admins do that.
         is_admin=True if _sent_as_the_group(message) else None,
         mentions_others=mentions_others,
+        attachments=attachments(message),
+        language_code=message.from_user.language_code if message.from_user else None,
     )
+
+
+def has_media(message: Message) -> bool:
+    return bool(message.photo) or message.document is not None
+
+
+def attachments(message: Message) -> tuple[Attachment, ...]:
+    """The photo (its largest size) or document of a message, as the gateway sees files."""
+    if message.photo:
+        largest = message.photo[-1]
+        return (Attachment("image", largest.file_id, size_bytes=largest.file_size),)
+    document = message.document
+    if document is not None:
+        kind: Literal["image", "document"] = (
+            "image" if (document.mime_type or "").startswith("image/") else "document"
+        )
+        return (
+            Attachment(
+                kind,
+                document.file_id,
+                name=document.file_name,
+                mime_type=document.mime_type,
+                size_bytes=document.file_size,
+            ),
+        )
+    return ()
 
 
 def _author(message: Message) -> tuple[str, str]:

@@ -14,8 +14,9 @@ from bot.compaction import SessionCompactor, SummarizerFactory, UsageSink
 from bot.config import DEFAULT_CONTEXT_LENGTH, Config
 from bot.gateway import Gateway
 from bot.health import QueueProbe, Readiness, StoreProbe
-from bot.llm import LLMClient, OpenAIChatClient
-from bot.llm_timing import TimedLLM, TimedSummarizer
+from bot.llm import LLMClient
+from bot.llm_stream import StreamingChatClient
+from bot.llm_timing import TimedSummarizer, timed
 from bot.metrics import Metrics, QueueSample
 from bot.offline_model import OfflineModel
 from bot.operator_endpoint import OperatorEndpoint
@@ -102,10 +103,11 @@ class App:
         self.model = ModelInfo(llm.model, llm.offline, context_length, source)
         cap = await self._summary_model_cap(llm, context_length)
         counter = counter_for(None if llm.offline else llm.model)
+        summarizers = self._summarizers or self._summarizer_factory(llm)
         compactor = SessionCompactor(
             store,
             counter,
-            self._summarizers or self._summarizer_factory(llm),
+            summarizers,
             lock_ttl_seconds=config.compression.lock_ttl_seconds,
             clock=self._clock,
             engine=engine,
@@ -115,11 +117,13 @@ class App:
             config=config,
             store=store,
             counter=counter,
-            llm=TimedLLM(llm, self.metrics),
+            llm=timed(llm, self.metrics),
             compactor=compactor,
             context_length=context_length,
             clock=self._clock,
             threshold_tokens_cap=cap,
+            summarizer_factory=summarizers,
+            model_windows=await self._model_windows(llm, context_length),
         )
         self.gateway = Gateway(self.services)
         await self._watch(store)
@@ -174,7 +178,7 @@ class App:
         model = self.config.model
         if not endpoint_configured(self.config):
             return OfflineModel()
-        return OpenAIChatClient(
+        return StreamingChatClient(
             api_key=_secret(model.api_key) or "not-needed",
             base_url=model.base_url,
             model=model.name,
@@ -194,6 +198,19 @@ class App:
                 return int(reported), "endpoint"
         log.info("context window unknown; assuming %d tokens", DEFAULT_CONTEXT_LENGTH)
         return DEFAULT_CONTEXT_LENGTH, "default"
+
+    async def _model_windows(self, llm: LLMClient, default: int) -> dict[str, int]:
+        """Each allowed model's window: configured, else reported by the endpoint, else ours."""
+        model = self.config.model
+        fetch = getattr(llm, "fetch_context_length", None)
+        windows: dict[str, int] = {}
+        for name in model.allowed_models:
+            window = model.context_lengths.get(name)
+            if window is None and fetch is not None and not llm.offline:
+                window = await fetch(name)
+            windows[name] = int(window or default)
+            log.info("model %s may be chosen per chat (window %d)", name, windows[name])
+        return windows
 
     async def _summary_model_cap(self, llm: LLMClient, context_length: int) -> int | None:
         """Lower the threshold once, with a warning, when the summary model's window is smaller."""

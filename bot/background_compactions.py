@@ -44,7 +44,7 @@ class BackgroundCompactions:
         reason = hygiene_reason(
             message_count=session.active_messages,
             tokens=max(session.compressor.last_prompt_tokens, session.active_tokens),
-            context_length=services.context_length,
+            context_length=services.window_for(settings),
             threshold=settings.hygiene_threshold,
             hard_message_limit=settings.hygiene_hard_message_limit,
         )

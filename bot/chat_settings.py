@@ -27,6 +27,7 @@ Source = Literal["chat", "parent", "default"]
 
 MAX_SYSTEM_PROMPT_CHARS = 4000
 MAX_KEYWORD_CHARS = 64
+MAX_MODEL_NAME_CHARS = 200
 _MAX_SHOWN_RAW_CHARS = 40
 _MAX_LISTED_CHARS = 60
 _TRUE = frozenset({"on", "true", "yes", "1", "enabled"})
@@ -81,6 +82,8 @@ class SettingSpec:
     expected: str  # what a valid value looks like, for listings
     bounded: bool = False  # operators set [low, high] for chat admins in `bounds`
     operator_only: bool = False
+    # Values the operator allows, when the config decides them (the models a chat may use).
+    choices: Callable[[Config], tuple[str, ...]] | None = None
 
     @property
     def hard(self) -> Range | None:
@@ -141,6 +144,11 @@ def _language(raw: str) -> str:
     return raw
 
 
+def allowed_models(config: Config) -> tuple[str, ...]:
+    """The reply model and the operator's allow-list, in that order."""
+    return tuple(dict.fromkeys([config.model.name, *config.model.allowed_models]))
+
+
 def _render_number(value: object) -> str:
     return repr(value)
 
@@ -193,6 +201,9 @@ _KNOWN_SPECS = (
     SettingSpec("user_rate_limit_per_minute", "replies per member per minute (0: unlimited)",
                 _int, _render_number, lambda c: c.gateway.user_rate_limit_per_minute,
                 "a whole number", operator_only=True),
+    SettingSpec("model", "the model that answers in this chat (the window follows it)",
+                _text(MAX_MODEL_NAME_CHARS, single_line=True), str, lambda c: c.model.name,
+                "a model the operator allows", choices=allowed_models),
     SettingSpec("context_engine", "the context engine that manages this chat's sessions",
                 check_context_engine, str, lambda c: c.compression.context_engine,
                 "an engine name", operator_only=True),
@@ -220,6 +231,7 @@ class ChatSettings:
     system_prompt: str | None
     daily_token_budget: int
     user_rate_limit_per_minute: int
+    model: str
     context_engine: str
 
     @property
@@ -249,6 +261,8 @@ def _typed(spec: SettingSpec, raw: str, config: Config, *, enforce_bounds: bool)
         value = spec.parse(text)
     except ValueError as err:
         raise InvalidSetting(spec.key, raw, str(err)) from None
+    if spec.choices is not None and value not in spec.choices(config):
+        raise InvalidSetting(spec.key, raw, " | ".join(spec.choices(config)))
     allowed = allowed_range(spec.key, config, enforce_bounds=enforce_bounds)
     if allowed is not None and value not in allowed:
         raise SettingOutOfBounds(spec.key, spec.render(value), allowed)

@@ -13,9 +13,11 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from bot import chat_settings
+from bot.catchup import catchup
 from bot.chat_settings import ChatSettings, SettingError
 from bot.compaction import CompactionReport, ReportSink
-from bot.events import Adapter, InboundMessage
+from bot.events import Adapter, DeliveryError, InboundMessage, ReplyTarget
+from bot.i18n import language_for, localize
 from bot.limits import utc_day
 from bot.services import Services
 from bot.status_report import status_text, usage_text
@@ -27,6 +29,8 @@ _COMMAND = re.compile(
     r"^/([A-Za-z][A-Za-z0-9_]{0,31})(?:@([A-Za-z0-9_]+))?(?:\s+(.*))?$", re.DOTALL
 )
 MAX_PIN_CHARS = 500
+# Platforms where a member's id is also their private chat with the bot.
+PRIVATE_CHAT_PLATFORMS = frozenset({"telegram"})
 
 Reply = Callable[[str], Awaitable[None]]
 
@@ -93,6 +97,7 @@ Commands:
 /config [key [value|default]] — per-chat settings
 /pin <text> — keep a fact verbatim forever · /pins · /unpin N
 /usage — tokens used today and this month
+/summary [2h|@name|topic] — what you missed since your last message (/catchup)
 In groups, /compress, /new, /config with a value, /pin and /unpin need chat-admin rights."""
 
 
@@ -109,7 +114,7 @@ async def _status(args: str, ctx: CommandContext) -> list[str]:
     return [
         status_text(
             session,
-            context_length=services.context_length,
+            context_length=services.window_for(ctx.settings),
             threshold=ctx.settings.threshold,
             hygiene_threshold=ctx.settings.hygiene_threshold,
             max_tokens=services.config.model.max_tokens,
@@ -267,6 +272,30 @@ async def _usage(args: str, ctx: CommandContext) -> list[str]:
     return [usage_text(rows, today=today)]
 
 
+async def _summary(args: str, ctx: CommandContext) -> list[str]:
+    settings = ctx.settings
+    message = ctx.message
+    digest = await catchup(
+        ctx.host.services,
+        chat_key=message.chat_key,
+        asker_id=message.author_id,
+        args=args,
+        language=None if settings.language == "auto" else settings.language,
+    )
+    if message.platform in PRIVATE_CHAT_PLATFORMS and message.is_group:
+        # Private to the asker where the bot can reach them; Telegram refuses a bot that the
+        # member never started, and then the group gets the digest instead.
+        private = ReplyTarget(message.platform, message.author_id)
+        language = language_for(settings.language, message.language_code)
+        try:
+            await ctx.adapter.send(private, localize(digest, language))
+        except DeliveryError:
+            log.info("digest not deliverable privately (chat=%s)", message.chat_key)
+        else:
+            return [f"📬 {message.author_name}, I sent you the summary privately."]
+    return [digest]
+
+
 async def _remember_in_transcript(ctx: CommandContext, command: str, ack: str) -> None:
     services = ctx.host.services
     message = ctx.message
@@ -319,6 +348,8 @@ PUBLIC_COMMANDS = CommandRouter(
         "config": _config,  # reading is public; a change passes `is_chat_admin` itself
         "pins": _pins,
         "usage": _usage,
+        "summary": _summary,
+        "catchup": _summary,
     }
 )
 ADMIN_COMMANDS = CommandRouter(

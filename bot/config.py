@@ -160,6 +160,16 @@ class ModelConfig(_Section):
     max_retries: Annotated[int, Field(ge=0, le=10)] = 2
     base_url: HttpUrl = None  # None with no api_key: the built-in offline model
     api_key: SecretStr | None = None
+    vision: bool = False  # the reply model accepts image parts
+    # Other models a chat may pick with /config model; `name` is always allowed.
+    allowed_models: list[NonEmpty] = []
+    # Windows of allowed models; a model not listed is asked of the endpoint, else gets ours.
+    context_lengths: dict[str, Annotated[int, Field(ge=256)]] = {}
+
+
+class MediaConfig(_Section):
+    max_file_bytes: PositiveInt = 5 * 1024 * 1024  # nothing larger is fetched or sent on
+    max_document_chars: PositiveInt = 20_000
 
 
 class CompressionConfig(_Section):
@@ -302,6 +312,7 @@ class Bounds(_Section):
 
 class Config(_Section):
     model: ModelConfig = ModelConfig()
+    media: MediaConfig = MediaConfig()
     compression: CompressionConfig = CompressionConfig()
     overnight: OvernightConfig = OvernightConfig()
     gateway: GatewayConfig = GatewayConfig()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import contextlib
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Literal, Protocol
 
 
 def chat_key(platform: str, chat_id: str, thread_id: str | None = None) -> str:
@@ -18,6 +18,17 @@ def target_for(key: str) -> ReplyTarget:
     # Telegram chat ids are negative numbers, so only the last ':' can separate a thread.
     chat_id, _, thread_id = rest.rpartition(":") if rest.count(":") else (rest, "", "")
     return ReplyTarget(platform, chat_id, thread_id or None)
+
+
+@dataclass(frozen=True, slots=True)
+class Attachment:
+    """A photo or document that came with a message; `ref` is the platform's handle to fetch it."""
+
+    kind: Literal["image", "document"]
+    ref: str
+    name: str | None = None
+    mime_type: str | None = None
+    size_bytes: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,11 +48,16 @@ class InboundMessage:
     platform_message_id: str | None = None
     update_id: str | None = None
     reply_to: str | None = None
+    # The replied-to message as the platform delivered it, for when the store never saw it.
+    reply_to_text: str | None = None
+    reply_to_author: str | None = None
     chat_title: str | None = None
     # Set by adapters that already know (console --admin); None means "ask the adapter".
     is_admin: bool | None = None
     # The message @mentions someone other than the bot: activation never treats it as a request.
     mentions_others: bool = False
+    attachments: tuple[Attachment, ...] = ()
+    language_code: str | None = None  # the author's platform language (Telegram, Discord locale)
 
     @property
     def chat_key(self) -> str:

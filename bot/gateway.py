@@ -20,14 +20,18 @@ from bot.compaction import ReportSink
 from bot.events import Adapter, DeliveryError, InboundMessage, ReplyTarget
 from bot.exclusivity import TurnLanes
 from bot.failure_notices import FailureNotices
+from bot.i18n import language_for, localize, localize_trailer
+from bot.inbound_text import drop_images, enrich_media, reply_quote
 from bot.ingress import Delivery
 from bot.lanes import LaneScheduler
 from bot.limits import RATE_WINDOW_SECONDS, NoticeGate, RateLimiter, budget_exceeded, utc_day
+from bot.llm_stream import STREAM_BROKEN_NOTICE
 from bot.markdown_escape import escape_markdown
 from bot.runner import TurnRequest
 from bot.services import Services
 from bot.store.base import IngestResult, NewMessage, SessionRecord
 from bot.store.write_batcher import BatchedAppends, BatchedIngest
+from bot.streaming import finish_stream, open_stream
 from compression.forgery import neutralise
 
 log = logging.getLogger(__name__)
@@ -65,6 +69,8 @@ class Gateway:
         # Group commit: messages and replies of many chats arriving together share a transaction.
         self._ingests = BatchedIngest(services.store)
         self._appends = BatchedAppends(services.store)
+        # The platform language code last seen per chat, for notices when language is "auto".
+        self._language_codes: dict[str, str] = {}
         # Called with a chat key after /config changes it (the overnight scheduler listens).
         self.settings_listeners: list[Callable[[str], Awaitable[None]]] = []
 
@@ -148,8 +154,17 @@ class Gateway:
     async def _deliver(self, message: InboundMessage, adapter: Adapter) -> Delivery:
         settings = await self.services.settings_for(message.chat_key, message.parent_chat_key)
         chat = (message.chat_key, message.chat_title, message.parent_chat_key, message.is_group)
+        if message.language_code and len(self._language_codes) < KNOWN_CHATS_MAX:
+            self._language_codes[message.chat_key] = message.language_code
+        # A reply brings the message it answers, found in the archive if compacted long ago.
+        quote = await reply_quote(self.services.store, message) if message.reply_to else None
         return ingress.deliver(
-            message, adapter, settings, self.services.counter, known_chat=chat in self._known_chats
+            message,
+            adapter,
+            settings,
+            self.services.counter,
+            known_chat=chat in self._known_chats,
+            quote=quote,
         )
 
     async def _store_and_route(self, run: list[Delivery]) -> None:
@@ -181,6 +196,10 @@ class Gateway:
             return
         if result.message_id is None:
             return
+        if message.attachments:
+            # Files are read in the chat's lane, so the answer after them sees what they hold.
+            stored_id, services = result.message_id, self.services
+            self.lanes.submit(lane, lambda: enrich_media(services, message, stored_id, adapter))
         self.compactions.after_store(session, delivery.settings, adapter, target)
         if not delivery.addressed:
             return
@@ -277,6 +296,7 @@ class Gateway:
         services = self.services
         message, adapter = delivery.message, delivery.adapter
         timer = services.metrics.turn_started(message.platform)
+        stream = open_stream(adapter, target, is_group=message.is_group)
         try:
             can_remember = not message.is_group or await self.is_admin(message, adapter)
             request = TurnRequest(
@@ -290,9 +310,15 @@ class Gateway:
                 compression_enabled=services.config.compression.enabled,
                 compaction_wait_seconds=services.config.compression.hygiene_max_wait_seconds,
                 anchor_platform_id=message.platform_message_id,
+                on_text=stream.update if stream is not None else None,
+                model=services.model_for(delivery.settings),
             )
             result = await services.agent.run_turn(request)
-        except Exception:
+        except BaseException as exc:
+            if stream is not None:
+                await stream.abandon()
+            if not isinstance(exc, Exception):
+                raise
             # A turn that breaks in an unexpected way still leaves the asker a notice.
             log.exception("turn failed (chat=%s)", message.chat_key)
             await self._notice_failure(adapter, target, message.chat_key, TURN_FAILED)
@@ -300,13 +326,24 @@ class Gateway:
             return
         finally:
             typing_done.set()
+        if message.attachments:
+            await drop_images(services, message)
         for notice in result.notices:
             await self._send(adapter, target, notice)
         if result.reply is not None:
-            await self._store_reply(session_id, result.reply)
-            await self._send(adapter, target, result.reply or "…")
+            code = self._language_codes.get(message.chat_key)
+            language = language_for(delivery.settings.language, code)
+            reply = localize_trailer(result.reply, STREAM_BROKEN_NOTICE, language) or "…"
+            # Stored as members saw it, before it is sent.
+            await self._store_reply(session_id, reply)
+            if stream is not None:
+                await finish_stream(stream, reply, message.chat_key)
+            else:
+                await self._send(adapter, target, reply, own_words=False)
             self._failure_notices.recovered(message.chat_key)
-        elif result.error:
+        elif stream is not None:
+            await stream.abandon()
+        if result.reply is None and result.error:
             await self._notice_failure(adapter, target, message.chat_key, result.error)
         timer.finished(answered=result.reply is not None)
 
@@ -334,7 +371,13 @@ class Gateway:
             log.exception("admin check failed; treating as not admin (chat=%s)", message.chat_key)
             return False
 
-    async def _send(self, adapter: Adapter, target: ReplyTarget, text: str) -> None:
+    async def _send(
+        self, adapter: Adapter, target: ReplyTarget, text: str, *, own_words: bool = True
+    ) -> None:
+        if own_words:  # notices and command replies speak the chat's language; model output not
+            settings = await self.services.settings_for(target.chat_key)
+            code = self._language_codes.get(target.chat_key)
+            text = localize(text, language_for(settings.language, code))
         try:
             await adapter.send(target, text)
         except DeliveryError:

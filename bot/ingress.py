@@ -16,6 +16,7 @@ from bot.activation import activated
 from bot.chat_settings import ChatSettings
 from bot.commands import Command, ignored_command, parse_command
 from bot.events import Adapter, InboundMessage
+from bot.inbound_text import transcript_text
 from bot.limits import RateLimiter
 from bot.store.base import IngestItem, NewMessage
 from compression.tokens import TokenCounter
@@ -51,13 +52,14 @@ def scope_user(message: InboundMessage, settings: ChatSettings) -> str | None:
 
 
 def stored_row(
-    message: InboundMessage, settings: ChatSettings, counter: TokenCounter
+    message: InboundMessage, settings: ChatSettings, counter: TokenCounter, quote: str | None
 ) -> NewMessage | None:
-    """The transcript row for an ordinary message: in a shared group, attributed by name."""
-    if not message.text.strip():
+    """The transcript row for an ordinary message: in a shared group, attributed by name, with
+    the message it replies to quoted and a placeholder per file (read later, in the lane)."""
+    if not message.text.strip() and not message.attachments:
         return None
     shared = message.is_group and settings.memory_scope == "shared"
-    content = f"[{message.author_name}] {message.text}" if shared else message.text
+    content = transcript_text(message, shared=shared, quote=quote)
     return NewMessage(
         role="user",
         content=content,
@@ -75,12 +77,13 @@ def deliver(
     counter: TokenCounter,
     *,
     known_chat: bool,
+    quote: str | None = None,
 ) -> Delivery:
     """Settings and session step: what to store, in which session, and whether to answer."""
     command = parse_command(message.text)
     row = None
     if command is None:
-        row = stored_row(message, settings, counter)
+        row = stored_row(message, settings, counter, quote)
     elif ignored_command(command, message):
         command = None  # another bot's command: marked processed, neither stored nor answered
     addressed = message.addressed or activated(

@@ -8,7 +8,7 @@ import json
 import logging
 import random
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -329,6 +329,12 @@ class OpenAIChatClient:
         tools: list[dict[str, Any]] | None = None,
         model: str | None = None,
     ) -> LLMResponse:
+        request = self._request(messages, tools, model)
+        return await self._with_retries(request, self._complete_once)
+
+    def _request(
+        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None, model: str | None
+    ) -> dict[str, Any]:
         name = model or self.model
         request: dict[str, Any] = {
             "model": name,
@@ -336,14 +342,31 @@ class OpenAIChatClient:
         }
         if tools:
             request["tools"] = tools
+        return request
+
+    async def _complete_once(
+        self, request: dict[str, Any], _answering: Callable[[], None]
+    ) -> LLMResponse:
+        completion = await self._client.chat.completions.create(**request)
+        return _parse_completion(completion, request["model"])
+
+    async def _with_retries(
+        self,
+        request: dict[str, Any],
+        once: Callable[[dict[str, Any], Callable[[], None]], Awaitable[LLMResponse]],
+    ) -> LLMResponse:
+        """`once(request, answering)` under our retry policy and deadline; `once` calls
+        `answering()` when output starts to arrive (the streaming client reuses this)."""
+        name = request["model"]
         attempt = 0
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self.deadline_seconds
         while True:
             try:
-                async with asyncio.timeout_at(deadline):
-                    completion = await self._client.chat.completions.create(**request)
-                return _parse_completion(completion, name)
+                # The deadline bounds the wait for an answer to start; a stream that is
+                # already showing text runs on (the client's read timeout still applies).
+                async with asyncio.timeout_at(deadline) as window:
+                    return await once(request, lambda: window.reschedule(None))
             except (
                 openai.OpenAIError,
                 json.JSONDecodeError,

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 from bot.llm import LLMClient, LLMResponse
+from bot.llm_stream import StreamingLLM, TextSink
 from bot.metrics import Metrics
 from compression import Summarizer, SummaryRequest
 
@@ -27,6 +28,32 @@ class TimedLLM:
     ) -> LLMResponse:
         with self._metrics.llm_timer("reply"):
             return await self._inner.complete(messages, tools=tools, model=model)
+
+
+class TimedStreamingLLM(TimedLLM):
+    """A TimedLLM over a client that can stream: streamed answers are timed as replies too."""
+
+    def __init__(self, inner: LLMClient, metrics: Metrics) -> None:
+        super().__init__(inner, metrics)
+        self._streaming = cast(StreamingLLM, inner)
+
+    async def stream(
+        self,
+        messages: list[dict[str, Any]],
+        *,
+        on_text: TextSink,
+        tools: list[dict[str, Any]] | None = None,
+        model: str | None = None,
+    ) -> LLMResponse:
+        with self._metrics.llm_timer("reply"):
+            return await self._streaming.stream(messages, on_text=on_text, tools=tools, model=model)
+
+
+def timed(inner: LLMClient, metrics: Metrics) -> TimedLLM:
+    """The client wrapped for metrics, keeping its ability to stream."""
+    if isinstance(inner, StreamingLLM):
+        return TimedStreamingLLM(inner, metrics)
+    return TimedLLM(inner, metrics)
 
 
 class TimedSummarizer:

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 
 from bot.compaction import SessionCompactor
 from bot.llm import ContextOverflowError, LLMClient, LLMError, LLMResponse
+from bot.llm_stream import TextSink, complete_maybe_streaming
 from bot.store.base import NewMessage, Store
 from bot.tools import TOOL_SCHEMAS, ToolContext, run_tool
 from bot.working_set import ActiveTranscript, WorkingSet
@@ -45,6 +46,8 @@ class TurnRequest:
     compaction_wait_seconds: float = 10.0
     # The anchor's platform id: a compaction by another path copies the row under a new id.
     anchor_platform_id: str | None = None
+    on_text: TextSink | None = None  # streams the answer as it is written
+    model: str | None = None  # the chat's own model (/config model); None: the default
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,7 +135,13 @@ class AgentRunner:
     async def _complete_with_recovery(self, turn: _Turn, tools: list[dict] | None) -> LLMResponse:
         while True:
             try:
-                response = await self._llm.complete(turn.messages, tools=tools)
+                response = await complete_maybe_streaming(
+                    self._llm,
+                    turn.messages,
+                    tools=tools,
+                    on_text=turn.request.on_text,
+                    model=turn.request.model,
+                )
             except ContextOverflowError:
                 if not turn.request.compression_enabled:
                     raise _TurnFailed(

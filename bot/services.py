@@ -5,11 +5,11 @@ from __future__ import annotations
 import enum
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from bot import chat_settings
 from bot.chat_settings import ChatSettings
-from bot.compaction import SessionCompactor
+from bot.compaction import SessionCompactor, SummarizerFactory, UsageSink
 from bot.config import Config
 from bot.llm import LLMClient
 from bot.metrics import Metrics
@@ -17,6 +17,7 @@ from bot.prompt import build_system_prompt
 from bot.runner import AgentRunner
 from bot.store.base import Store
 from compression import CompressorConfig
+from compression.summarizer import Summarizer
 from compression.tokens import TokenCounter
 
 
@@ -42,6 +43,10 @@ class Services:
     # Set when the summary model's window is smaller than the compaction threshold (SPEC 6.10).
     threshold_tokens_cap: int | None = None
     runner: AgentRunner | None = None
+    # Summaries outside compaction (/summary); None or a None result: the deterministic path.
+    summarizer_factory: SummarizerFactory | None = None
+    # Windows of the models chats may pick (model.allowed_models), found at start-up.
+    model_windows: dict[str, int] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if self.runner is None:
@@ -57,6 +62,9 @@ class Services:
     def agent(self) -> AgentRunner:
         assert self.runner is not None
         return self.runner
+
+    def summarizer(self, usage: UsageSink) -> Summarizer | None:
+        return self.summarizer_factory(usage) if self.summarizer_factory is not None else None
 
     async def raw_settings(
         self, chat_key: str, parent_key: str | _Parent | None = LOOK_UP_PARENT
@@ -81,10 +89,20 @@ class Services:
         raw, parent_raw = await self.raw_settings(chat_key, parent_key)
         return chat_settings.resolve(raw, parent_raw, self.config)
 
+    def window_for(self, settings: ChatSettings) -> int:
+        """The context window of the chat's model: thresholds and budgets follow it."""
+        if settings.model == self.config.model.name:
+            return self.context_length
+        return self.model_windows.get(settings.model, self.context_length)
+
+    def model_for(self, settings: ChatSettings) -> str | None:
+        """The chat's own model when it picked one, else None (the client's default)."""
+        return None if settings.model == self.config.model.name else settings.model
+
     def compaction_settings(self, settings: ChatSettings) -> CompressorConfig:
         compression = self.config.compression
         return CompressorConfig(
-            context_length=self.context_length,
+            context_length=self.window_for(settings),
             threshold=settings.threshold,
             target_ratio=settings.target_ratio,
             protect_first_n=compression.protect_first_n,
@@ -92,6 +110,7 @@ class Services:
             max_tokens=self.config.model.max_tokens,
             abort_on_summary_failure=compression.abort_on_summary_failure,
             threshold_tokens_cap=self.threshold_tokens_cap,
+            language=None if settings.language == "auto" else settings.language,
         )
 
     async def system_prompt_for(self, chat_key: str) -> str:

@@ -328,6 +328,7 @@ class ContextCompressor(ContextEngine):
             pins=pins,
             context_length=self._config.context_length,
             chars_per_token=density,
+            language=self._config.language,
         )
         folded = await fold(
             self._summarizer,

@@ -80,6 +80,7 @@ class Ask:
     pins: tuple[str, ...]
     input_chars: int
     memory_chars: int
+    language: str | None = None  # the chat's language for the summary (SPEC 6.5)
 
 
 @dataclass(frozen=True, slots=True)
@@ -149,6 +150,7 @@ async def fold(
             participants=tuple(participants(chunk.turns)),
             pins=ask.pins,
             memory=shown or "",
+            language=ask.language,
         )
         cause: CooldownCause
         try:

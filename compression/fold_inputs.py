@@ -33,6 +33,7 @@ def build_ask(
     pins: Sequence[str],
     context_length: int,
     chars_per_token: float,
+    language: str | None = None,
 ) -> Ask:
     """Bounds per call so prompt, entries and answer fit the summary model's window."""
     focus = focus_topic if focus_topic and focus_topic.strip() else derive_focus(working)
@@ -48,6 +49,7 @@ def build_ask(
         tuple(pins),
         input_chars=max(MIN_SUMMARY_INPUT_CHARS, room - memory_room),
         memory_chars=memory_room,
+        language=language,
     )
 
 

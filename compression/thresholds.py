@@ -49,6 +49,7 @@ class CompressorConfig:
     # Lowered when the summary model's window is smaller than the threshold (SPEC 6.10).
     threshold_tokens_cap: int | None = None
     model: str | None = None
+    language: str | None = None  # the chat's language for summaries; None: the turns' own
 
     def __post_init__(self) -> None:
         if self.context_length <= 0:

@@ -75,7 +75,6 @@ async def survey(
     `ignore_window`), split into due now and waiting; sessions in `exclude` are left out."""
     if not services.config.compression.enabled:
         return Survey((), None)
-    thresholds = Thresholds.from_config(services.config, services.context_length)
     moment = datetime.fromtimestamp(now, UTC)
     candidates: list[Candidate] = []
     waiting: list[float] = []
@@ -83,6 +82,8 @@ async def survey(
         settings = await services.settings_for(chat_key)
         if not settings.overnight:
             continue
+        # Each chat's model decides its window (/config model), so its share is its own.
+        thresholds = Thresholds.from_config(services.config, services.window_for(settings))
         end = None
         if not ignore_window:
             end = window_end(settings.overnight_window, settings.zone, moment)
@@ -124,5 +125,6 @@ async def select_sessions(
 async def still_due(services: Services, candidate: Candidate, now: float) -> bool:
     """Re-check just before compacting: someone may have written since the selection ran."""
     session = await services.store.get_session(candidate.session_id)
-    due = due_at(session, Thresholds.from_config(services.config, services.context_length))
+    settings = await services.settings_for(candidate.chat_key)
+    due = due_at(session, Thresholds.from_config(services.config, services.window_for(settings)))
     return due is not None and due <= now

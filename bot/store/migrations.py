@@ -217,6 +217,21 @@ CREATE TABLE IF NOT EXISTS dead_letters (
 """
 
 
+# Messages looked up by platform id (reply context, edits, deletes) and the old texts of edits.
+_SCHEMA_V7 = """
+CREATE INDEX IF NOT EXISTS messages_platform_id
+    ON messages(platform_message_id) WHERE platform_message_id IS NOT NULL;
+CREATE TABLE IF NOT EXISTS message_revisions (
+    id              INTEGER PRIMARY KEY AUTOINCREMENT,
+    message_id      INTEGER NOT NULL REFERENCES messages(id),
+    content         TEXT,
+    content_format  TEXT NOT NULL,
+    edited_at       REAL NOT NULL
+);
+CREATE INDEX IF NOT EXISTS message_revisions_message ON message_revisions(message_id, id);
+"""
+
+
 @dataclass(frozen=True, slots=True)
 class Migration:
     version: int
@@ -234,6 +249,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(2, "indexes for archiving and usage reports", _SCHEMA_V2),
     Migration(3, "session memory entries", _SCHEMA_V3),
     Migration(4, "dead-letter table for updates that could not be ingested", _SCHEMA_V4),
+    Migration(7, "platform message ids and message revisions", _SCHEMA_V7),
 )
 LATEST_VERSION = MIGRATIONS[-1].version
 

@@ -26,6 +26,7 @@ from bot.store.dead_letters import DeadLetters
 from bot.store.hits import FETCH_FACTOR, clamp_limit, distinct_hits
 from bot.store.memory_rows import SELECT_ENTRIES_SQL, SELECT_REREAD_SQL, memory_from_rows
 from bot.store.migrations import TRIGRAM
+from bot.store.revisions import Revisions
 from bot.store.settings_cache import RawSettingsCache
 from bot.store.sqlite_tables import SqliteTables
 from bot.store.sqlite_writes import (
@@ -44,7 +45,7 @@ TRIGRAM_MIN_CHARS = 3  # the trigram tokenizer cannot match anything shorter
 ID_BATCH = 500  # ids per IN (...) query, well under SQLite's variable limit
 
 
-class SqliteStore(CompactionWrites, Bookkeeping, DeadLetters):
+class SqliteStore(CompactionWrites, Bookkeeping, DeadLetters, Revisions):
     """`Store` on one SQLite file (or ":memory:"). Writes are serialised; reads use WAL."""
 
     def __init__(

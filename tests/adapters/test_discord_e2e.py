@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import itertools
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -196,3 +197,21 @@ async def test_a_then_b_are_stored_a_b_in_twenty_of_twenty_trials(rig: Rig) -> N
     assert [text.split("] ", 1)[1].split(":")[0] for text in users] == expected
     # B's prompt could see A.
     assert "order id is 4419" in str(rig.llm.completions[-1]["messages"])
+
+
+async def test_streamed_answer_is_one_message_edited_at_most_once_a_second(rig: Rig) -> None:
+    answer = " ".join(f"word{i}" for i in range(600))[:3000]
+    rig.llm.script(Reply(answer, chunk_chars=100, chunk_delay=0.08))
+    await rig.discord.send_message("explain", mention_bot=True)
+    preview = await rig.next_sent()
+    second = await rig.next_sent()  # the final text's second chunk, after the edits
+    chunks = discord_chunks(answer)
+    assert len(chunks) == 2
+    assert preview.content.endswith("…")  # a preview frame, not the final text
+    edits = rig.discord.edit_log
+    assert edits and all(e.message_id == preview.message_id for e in edits)
+    times = rig.discord.edit_times
+    assert all(b - a >= 1.0 for a, b in itertools.pairwise(times))
+    assert edits[-1].body["content"] == chunks[0]
+    assert second.content == chunks[1]
+    assert rig.llm.completions[-1]["stream"] is True

@@ -13,6 +13,7 @@ from tests.fakes.discord_payloads import EVERYONE_PERMISSIONS, MANAGE_MESSAGES
 from tests.fakes.discord_wire import SentDiscordMessage
 
 DEFERRED_CHANNEL_MESSAGE = 5  # interaction callback type: "thinking…", answered later
+EPHEMERAL_FLAG = 64  # message flag: visible only to the member who ran the command
 
 
 @pytest.fixture
@@ -82,3 +83,21 @@ async def test_slash_command_in_a_thread_acts_on_the_thread_chat(
     store = rig.app.services.store
     assert [p.text for p in await store.list_pins(handled.chat_key)] == ["thread-only fact"]
     assert await store.list_pins(f"discord:{slash_fake.channel_id}") == []
+
+
+async def test_slash_summary_is_answered_only_to_the_asker(
+    rig: Rig, slash_fake: SlashFakeDiscord
+) -> None:
+    await slash_fake.send_message(
+        "Decision: we will ship on Thursday", author_id=1002, author_name="bob"
+    )
+    await rig.next_handled()  # stored before the command arrives
+    await rig.settle()
+    await slash_fake.slash("summary", {"focus": "2h"})
+    followup = await next_followup(slash_fake)
+    assert followup.content.startswith("🧾 What you missed in the last 2h")
+    (callback,) = slash_fake.interaction_callbacks
+    assert callback.body["type"] == DEFERRED_CHANNEL_MESSAGE
+    assert callback.body["data"]["flags"] & EPHEMERAL_FLAG  # only the asker sees the digest
+    assert followup.body["flags"] & EPHEMERAL_FLAG
+    assert not slash_fake.calls_to("/messages")  # nothing in the channel

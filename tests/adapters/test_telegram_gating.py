@@ -133,14 +133,27 @@ def test_edited_messages_and_channel_posts_are_skipped(tg: FakeTelegram) -> None
     assert skip_reason(update(post)) == "channel post"
 
 
-def test_non_text_messages_are_skipped(tg: FakeTelegram) -> None:
+def test_messages_without_text_or_media_are_skipped(tg: FakeTelegram) -> None:
     data = tg.group_message("x")
     del data["message"]["text"]
-    data["message"]["photo"] = [
-        {"file_id": "p1", "file_unique_id": "u1", "width": 90, "height": 90}
-    ]
-    data["message"]["caption"] = "@compact_bot what is this?"
+    data["message"]["sticker"] = {
+        "file_id": "s1",
+        "file_unique_id": "u1",
+        "type": "regular",
+        "width": 90,
+        "height": 90,
+        "is_animated": False,
+        "is_video": False,
+    }
     assert skip_reason(update(data)) == "not a text message"
+
+
+def test_captioned_photo_is_a_message_addressed_by_its_caption(tg: FakeTelegram) -> None:
+    data = tg.media_message("what is this?", photo=b"png", mention_bot=True)
+    assert skip_reason(update(data)) is None
+    message = update(data).message
+    assert message is not None
+    assert addressing(message, BotSelf(tg.bot.id, tg.bot.username)) is Addressing.DIRECT
 
 
 def test_migration_maps_old_chat_key_to_new(tg: FakeTelegram) -> None:

@@ -6,6 +6,7 @@ import asyncio
 import json
 import logging
 import re
+import time
 from typing import Any
 
 import pytest
@@ -67,6 +68,9 @@ class FakeDiscord:
         self.sent: asyncio.Queue[SentDiscordMessage] = asyncio.Queue()
         self.sent_log: list[SentDiscordMessage] = []
         self.edit_log: list[SentDiscordMessage] = []
+        self.edit_times: list[float] = []  # time.monotonic() of each edit, for pacing tests
+        self.attachments: dict[str, bytes] = {}  # file name -> bytes on the fake CDN
+        self.attachment_downloads: list[str] = []
         self.command_syncs: list[tuple[str, Any]] = []
         self.identified = asyncio.Event()
         self.resumed = asyncio.Event()
@@ -119,6 +123,7 @@ class FakeDiscord:
         app = web.Application()
         app.router.add_get("/gateway", self._gateway)
         app.router.add_route("*", "/api/v10/{path:.*}", self._rest)
+        app.router.add_get("/attachments/{name}", self._attachment)
         self._runner = web.AppRunner(app, shutdown_timeout=SHUTDOWN_SECONDS)
         await self._runner.setup()
         site = web.TCPSite(self._runner, "127.0.0.1", 0)
@@ -184,8 +189,10 @@ class FakeDiscord:
         channel_id: int | None = None,
         reply_to_message_id: int | None = None,
         member_permissions: int | None = None,
+        files: dict[str, tuple[str, bytes]] | None = None,
     ) -> dict[str, Any]:
-        """Dispatch a MESSAGE_CREATE from a user; returns the payload (its "id" is a string)."""
+        """Dispatch a MESSAGE_CREATE from a user; returns the payload (its "id" is a string).
+        `files` maps file names to (content type, bytes), served here as the attachments' CDN."""
         if not self._sockets:
             raise RuntimeError("no discord.py client is connected to FakeDiscord")
         if mention_bot and f"<@{self.bot_id}>" not in content:
@@ -205,6 +212,18 @@ class FakeDiscord:
             mentions=self._mentions_in(content),
             referenced=referenced,
         )
+        for name, (content_type, data) in (files or {}).items():
+            self.attachments[name] = data
+            message["attachments"].append(
+                {
+                    "id": str(self.snowflake()),
+                    "filename": name,
+                    "content_type": content_type,
+                    "size": len(data),
+                    "url": f"http://127.0.0.1:{self.port}/attachments/{name}",
+                    "proxy_url": f"http://127.0.0.1:{self.port}/attachments/{name}",
+                }
+            )
         self.messages[int(message["id"])] = message
         await self._announce_new_roles()
         await self.dispatch("MESSAGE_CREATE", message)
@@ -298,6 +317,14 @@ class FakeDiscord:
 
     # --- REST ----------------------------------------------------------------------------
 
+    async def _attachment(self, request: web.Request) -> web.Response:
+        name = request.match_info["name"]
+        self.attachment_downloads.append(name)
+        data = self.attachments.get(name)
+        if data is None:
+            return web.Response(status=404)
+        return web.Response(body=data, content_type="application/octet-stream")
+
     async def _rest(self, request: web.Request) -> web.Response:
         path = "/" + request.match_info["path"]
         body = await read_body(request)
@@ -365,6 +392,7 @@ class FakeDiscord:
         self, channel_id: int, message_id: int, body: dict[str, Any]
     ) -> dict[str, Any]:
         self.edit_log.append(SentDiscordMessage(channel_id, message_id, body))
+        self.edit_times.append(time.monotonic())
         message = dict(self.messages.get(message_id) or {})
         if not message:
             message = message_payload(

@@ -38,6 +38,11 @@ class Reply:
     delay: float = 0.0
     finish_reason: str | None = None
     reasoning_content: str | None = None
+    # Streaming only: content in pieces of this many characters (0: one piece), this long apart,
+    # and, with break_after, the connection dropped after that many pieces (no usage, no [DONE]).
+    chunk_chars: int = 0
+    chunk_delay: float = 0.0
+    break_after: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -283,17 +288,34 @@ class FakeOpenAI:
             "object": "chat.completion.chunk"
         }
         message = full["choices"][0]["message"]
-        delta: dict[str, Any] = {"role": "assistant", "content": message["content"]}
+        content = message["content"]
+        size = reply.chunk_chars or max(len(content or ""), 1)
+        pieces = [content[i : i + size] for i in range(0, len(content), size)] if content else []
+        deltas: list[dict[str, Any]] = [{"role": "assistant", "content": p} for p in pieces]
+        if not deltas or "tool_calls" in message:
+            deltas.append({"role": "assistant", "content": None if pieces else content})
         if "tool_calls" in message:
-            delta["tool_calls"] = [{"index": i, **c} for i, c in enumerate(message["tool_calls"])]
+            deltas[-1]["tool_calls"] = [
+                {"index": i, **c} for i, c in enumerate(message["tool_calls"])
+            ]
         finish = full["choices"][0]["finish_reason"]
         chunks = [
-            {**base, "choices": [{"index": 0, "delta": delta, "finish_reason": None}]},
-            {**base, "choices": [{"index": 0, "delta": {}, "finish_reason": finish}]},
+            {**base, "choices": [{"index": 0, "delta": d, "finish_reason": None}]} for d in deltas
         ]
+        if reply.break_after is not None:
+            for chunk in chunks[: reply.break_after]:
+                await response.write(f"data: {json.dumps(chunk)}\n\n".encode())
+                await asyncio.sleep(reply.chunk_delay)
+            # Drop the connection mid-stream, as a crashed upstream or proxy would.
+            assert request.transport is not None
+            request.transport.abort()
+            return response
+        chunks.append({**base, "choices": [{"index": 0, "delta": {}, "finish_reason": finish}]})
         if (body.get("stream_options") or {}).get("include_usage"):
             chunks.append({**base, "choices": [], "usage": full["usage"]})
-        for chunk in chunks:
+        for index, chunk in enumerate(chunks):
+            if index and reply.chunk_delay and index < len(deltas):
+                await asyncio.sleep(reply.chunk_delay)
             await response.write(f"data: {json.dumps(chunk)}\n\n".encode())
         await response.write(b"data: [DONE]\n\n")
         await response.write_eof()

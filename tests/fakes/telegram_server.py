@@ -14,6 +14,7 @@ from typing import Any
 
 from aiohttp import web
 
+from tests.fakes.telegram_files import FileHosting
 from tests.fakes.telegram_updates import (
     BotIdentity,
     bot_reply_dict,
@@ -55,6 +56,7 @@ class Call:
 
     method: str
     params: dict[str, Any]
+    at: float = field(default_factory=time.monotonic)  # arrival, for pacing tests
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,7 +80,7 @@ class Failure:
     parameters: dict[str, Any] = field(default_factory=dict)
 
 
-class FakeTelegram:
+class FakeTelegram(FileHosting):
     """`async with FakeTelegram() as fake:` then point PTB at `fake.base_url`."""
 
     def __init__(
@@ -94,6 +96,12 @@ class FakeTelegram:
         self.sent: asyncio.Queue[SentMessage] = asyncio.Queue()
         self.sent_log: list[SentMessage] = []
         self.edit_log: list[dict[str, Any]] = []
+        # time.monotonic() when each editMessageText / sendMessageDraft arrived, for pacing tests.
+        self.edit_times: list[float] = []
+        self.draft_log: list[dict[str, Any]] = []
+        self.files: dict[str, bytes] = {}
+        self.downloads: list[str] = []
+        self.draft_times: list[float] = []
         self.webhook: dict[str, Any] = {}
         self.commands: dict[str, list[dict[str, Any]]] = {}
         self.members: dict[tuple[int, int], dict[str, Any]] = {}
@@ -117,6 +125,8 @@ class FakeTelegram:
             "getUpdates": self._get_updates,
             "sendMessage": self._send_message,
             "editMessageText": self._edit_message_text,
+            "sendMessageDraft": self._send_message_draft,
+            "getFile": self._get_file,
             "sendChatAction": self._true,
             "getChatMember": self._get_chat_member,
             "getChatAdministrators": self._get_chat_administrators,
@@ -136,6 +146,7 @@ class FakeTelegram:
     async def __aenter__(self) -> FakeTelegram:
         app = web.Application()
         app.router.add_route("*", "/bot{token}/{method}", self._dispatch)
+        app.router.add_get("/file/bot{token}/{path:.*}", self._download)
         self._runner = web.AppRunner(app, shutdown_timeout=SHUTDOWN_SECONDS)
         await self._runner.setup()
         site = web.TCPSite(self._runner, "127.0.0.1", 0)
@@ -211,17 +222,19 @@ class FakeTelegram:
         text_mentions: Mapping[str, int] | None = None,
         update_id: int | None = None,
         chat_title: str = "Test group",
+        reply_to: Mapping[str, Any] | None = None,
     ) -> dict[str, Any]:
-        """A group Update; `text_mentions` maps a fragment of `text` to the user id it names."""
+        """A group Update; `text_mentions` maps a fragment of `text` to the user id it names;
+        `reply_to` is an earlier update's message this one replies to."""
         if mention_bot and f"@{self.bot.username}" not in text:
             text = f"@{self.bot.username} {text}"
         chat = chat_dict(chat_id, title=chat_title, is_forum=is_forum)
         sender = user_dict(user_id, first_name, username)
-        reply_to = None
+        replied: dict[str, Any] | None = dict(reply_to) if reply_to is not None else None
         if reply_to_bot:
-            reply_to = bot_reply_dict(self.bot, chat, self.next_message_id())
-        elif is_forum and thread_id is not None:
-            reply_to = topic_created_dict(chat, thread_id, sender)
+            replied = bot_reply_dict(self.bot, chat, self.next_message_id())
+        elif replied is None and is_forum and thread_id is not None:
+            replied = topic_created_dict(chat, thread_id, sender)
         mentioned = {frag: user_dict(uid, frag) for frag, uid in (text_mentions or {}).items()}
         message = message_dict(
             message_id=self.next_message_id(),
@@ -229,7 +242,7 @@ class FakeTelegram:
             sender=sender,
             text=text,
             thread_id=thread_id,
-            reply_to=reply_to,
+            reply_to=replied,
             text_mentions=mentioned,
         )
         return {"update_id": update_id or self.next_update_id(), "message": message}
@@ -350,10 +363,22 @@ class FakeTelegram:
     async def _edit_message_text(self, params: dict[str, Any]) -> dict[str, Any]:
         visible = check_text(str(params.get("text", "")), params.get("parse_mode"))
         self.edit_log.append(params)
+        self.edit_times.append(time.monotonic())
         message = self._bot_message(int(params["chat_id"]), visible, None)
         message["message_id"] = int(params["message_id"])
         message["edit_date"] = int(time.time())
         return message
+
+    async def _send_message_draft(self, params: dict[str, Any]) -> bool:
+        """Bot API 9.5: private chats only, a non-zero draft_id, text of 1-4096 characters."""
+        if int(params["chat_id"]) < 0:
+            raise BadRequestError("sendMessageDraft is available in private chats only")
+        if not int(params.get("draft_id") or 0):
+            raise BadRequestError("draft_id must be non-zero")
+        check_text(str(params.get("text", "")), params.get("parse_mode"))
+        self.draft_log.append(params)
+        self.draft_times.append(time.monotonic())
+        return True
 
     def _bot_message(self, chat_id: int, text: str, thread_id: int | None) -> dict[str, Any]:
         message: dict[str, Any] = {

@@ -1,0 +1,170 @@
+"""The bot's own words (commands, notices, status) in the chat's language: English and Chinese.
+
+Texts are written in English where they are made; `localize` translates a finished text line by
+line from a catalog of templates, so the code that composes a notice needs no language at hand.
+A line the catalog does not know stays as it is (numbers, names and model output are never
+touched). The language comes from the chat's `language` setting, else the platform's language
+code of the chat's members.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Literal
+
+Language = Literal["en", "zh"]
+ENGLISH: Language = "en"
+CHINESE: Language = "zh"
+_CHINESE_NAMES = frozenset({"zh", "chinese", "mandarin", "cn"})
+_PLACEHOLDER = re.compile(r"\{(\w+)\}")
+
+# (English template, Chinese template); {name} matches any text on the line and is carried over.
+# fmt: off
+_TEMPLATES: tuple[tuple[str, str], ...] = (
+    # gateway notices
+    ("compactbot is not enabled in this chat. Ask the bot's operator to allow it.",
+     "此聊天未启用 compactbot。请联系机器人的运营者开通。"),
+    ("{name}, you're sending messages faster than I can answer; please slow down a little.",
+     "{name}，你发消息的速度超过了我回复的速度，请稍微慢一点。"),
+    ("This chat has used its token budget for today; I'll be back tomorrow (UTC).",
+     "本聊天今天的 token 额度已用完，明天（UTC）再见。"),
+    ("🧹 This chat reached {n} messages, so I compacted the older ones into a summary ({a} → {b}). "
+     "Nothing was deleted; /status shows details.",
+     "🧹 本聊天已达到 {n} 条消息，我把较早的消息压缩成了摘要（{a} → {b}）。没有删除任何内容；"
+     "/status 可查看详情。"),
+    ("I can't use the language model right now (access or quota problem). Your message is saved.",
+     "我现在无法使用语言模型（权限或额度问题）。你的消息已保存。"),
+    ("The language model is rate-limiting me right now. Your message is saved; try again shortly.",
+     "语言模型正在限流。你的消息已保存，请稍后再试。"),
+    ("I couldn't reach the language model just now. Your message is saved; try again shortly.",
+     "暂时无法连接语言模型。你的消息已保存，请稍后再试。"),
+    ("I could not finish this answer; please ask again.", "我没能完成这个回答，请再问一次。"),
+    ("⏸ Automatic compaction is paused for a few minutes: the last compactions did not bring the "
+     "context under the limit. Admins can run /compress or /new.",
+     "⏸ 自动压缩暂停几分钟：最近几次压缩没能把上下文降到限制以下。"
+     "管理员可以运行 /compress 或 /new。"),
+    ("⏸ Automatic compaction is paused for {m} min because the last attempts did not shrink the "
+     "context. Admins can run /compress or /new.",
+     "⏸ 自动压缩暂停 {m} 分钟，因为最近几次尝试没能缩小上下文。管理员可以运行 /compress 或 /new。"),
+    ("⚠️ I couldn't compact this chat's history (the summary service failed: {e}). Nothing was "
+     "lost; I'll retry later, or an admin can run /compress.",
+     "⚠️ 我没能压缩本聊天的历史（摘要服务失败：{e}）。没有丢失任何内容；我稍后会重试，"
+     "管理员也可以运行 /compress。"),
+    # commands
+    ("Unknown command /{c}. Try /help.", "未知命令 /{c}。试试 /help。"),
+    ("⛔ {c} needs chat-admin rights here. Nothing was changed.",
+     "⛔ {c} 需要本聊天的管理员权限。没有做任何更改。"),
+    ("🆕 Started a new conversation. The previous one is kept and stays searchable.",
+     "🆕 已开始新的对话。之前的对话会保留，并且仍可搜索。"),
+    ("Another compaction of this chat is running; try again in a moment.",
+     "本聊天正在进行另一次压缩，请稍后再试。"),
+    ("⚠️ Compression aborted ({e}). Nothing was lost.", "⚠️ 压缩已中止（{e}）。没有丢失任何内容。"),
+    ("Nothing to compress yet ({n} messages, {t} tokens): the recent messages are all kept "
+     "verbatim.", "暂时没有可压缩的内容（{n} 条消息，{t} tokens）：最近的消息都会原样保留。"),
+    ("🗜️ Compressed: {a} → {b} messages, {c} → {d} tokens{rest}",
+     "🗜️ 已压缩：{a} → {b} 条消息，{c} → {d} tokens{rest}"),
+    ("⚙️ Settings for this chat:", "⚙️ 本聊天的设置："),
+    ("✅ {k} = {v} (takes effect with the next message)", "✅ {k} = {v}（从下一条消息起生效）"),
+    ("✅ {k} reset to the default.", "✅ {k} 已恢复默认值。"),
+    ("No pins in this chat. Admins can add one with /pin <text>.",
+     "本聊天没有置顶事实。管理员可以用 /pin <文本> 添加。"),
+    ("📌 Pins:", "📌 置顶事实："),
+    ("📌 Pinned #{n}: {t}", "📌 已置顶 #{n}：{t}"),
+    ("Unpinned #{n}: {t}", "已取消置顶 #{n}：{t}"),
+    ("Usage: /pin <text to keep verbatim>", "用法：/pin <要原样保留的文本>"),
+    # /summary
+    ("⏳ One /summary a minute, please; try again shortly.",
+     "⏳ 每分钟只能用一次 /summary，请稍后再试。"),
+    ("Nothing to catch up on since your last message.", "自你上一条消息以来没有新内容。"),
+    ("Nothing to catch up on {what}.", "{what}没有需要补看的内容。"),
+    ("🧾 What you missed since your last message ({n} messages):",
+     "🧾 自你上一条消息以来你错过的内容（{n} 条消息）："),
+    ("🧾 What you missed {what} ({n} messages):", "🧾 你错过的内容：{what}（{n} 条消息）："),
+    ("📬 {name}, I sent you the summary privately.", "📬 {name}，我已私信你摘要。"),
+    # streaming
+    ("⚠️ The answer was cut off: the connection to the model broke.",
+     "⚠️ 回答被中断：与模型的连接断开了。"),
+    # /status and /usage
+    ("📊 Context {g}", "📊 上下文 {g}"),
+    ("Tokens: {u} / {w} (compaction at {t}, {p})", "Tokens：{u} / {w}（{t} 时压缩，{p}）"),
+    ("Messages: {a} active, {b} archived", "消息：{a} 条活跃，{b} 条已归档"),
+    ("Compactions: {n}", "压缩次数：{n}"),
+    ("Last compaction: {rest}", "上次压缩：{rest}"),
+    ("Breaker: ok", "断路器：正常"),
+    ("Breaker: automatic compaction paused until {t}", "断路器：自动压缩暂停至 {t}"),
+    ("📈 Usage (UTC)", "📈 用量（UTC）"),
+    ("Today: {rest}", "今天：{rest}"),
+    ("This month: {rest}", "本月：{rest}"),
+    # /help
+    ("Commands:", "命令："),
+    ("/status — context gauge, compactions, breaker state",
+     "/status — 上下文用量、压缩次数、断路器状态"),
+    ("/compress [focus] — compact older history now (/compact; --show prints the summary)",
+     "/compress [重点] — 立即压缩较早的历史（/compact；--show 显示摘要）"),
+    ("/new — start a new conversation (/reset); the old one stays searchable",
+     "/new — 开始新对话（/reset）；旧对话仍可搜索"),
+    ("/config [key [value|default]] — per-chat settings",
+     "/config [键 [值|default]] — 本聊天的设置"),
+    ("/pin <text> — keep a fact verbatim forever · /pins · /unpin N",
+     "/pin <文本> — 永久原样保留一条事实 · /pins · /unpin N"),
+    ("/usage — tokens used today and this month", "/usage — 今天和本月使用的 tokens"),
+    ("/summary [2h|@name|topic] — what you missed since your last message (/catchup)",
+     "/summary [2h|@名字|话题] — 自你上一条消息以来错过的内容（/catchup）"),
+    ("In groups, /compress, /new, /config with a value, /pin and /unpin need chat-admin rights.",
+     "在群组中，/compress、/new、带值的 /config、/pin 和 /unpin 需要管理员权限。"),
+)
+# fmt: on
+
+
+@dataclass(frozen=True, slots=True)
+class _Template:
+    pattern: re.Pattern[str]
+    target: str
+
+
+def _compile(english: str, target: str) -> _Template:
+    parts: list[str] = []
+    last = 0
+    for match in _PLACEHOLDER.finditer(english):
+        parts.append(re.escape(english[last : match.start()]))
+        parts.append(f"(?P<{match.group(1)}>.+?)")
+        last = match.end()
+    parts.append(re.escape(english[last:]))
+    return _Template(re.compile("^" + "".join(parts) + "$"), target)
+
+
+_CATALOG: Mapping[Language, tuple[_Template, ...]] = {
+    CHINESE: tuple(_compile(en, zh) for en, zh in _TEMPLATES),
+}
+
+
+def language_for(setting: str, platform_code: str | None) -> Language:
+    """The chat's `language` setting wins; with "auto", the members' platform language code."""
+    chosen = setting if setting.lower() != "auto" else (platform_code or "")
+    head = chosen.strip().lower().replace("_", "-").split("-")[0]
+    return CHINESE if head in _CHINESE_NAMES else ENGLISH
+
+
+def localize(text: str, language: Language) -> str:
+    """`text` with every line the catalog knows translated; others unchanged."""
+    templates = _CATALOG.get(language)
+    if not templates:
+        return text
+    return "\n".join(_translate_line(line, templates) or line for line in text.split("\n"))
+
+
+def localize_trailer(text: str, trailer: str, language: Language) -> str:
+    """Model output that ends with one of our notices: only the notice is translated."""
+    if not text.endswith(trailer):
+        return text
+    return text[: len(text) - len(trailer)] + localize(trailer, language)
+
+
+def _translate_line(line: str, templates: tuple[_Template, ...]) -> str | None:
+    for template in templates:
+        match = template.pattern.match(line)
+        if match is not None:
+            return template.target.format(**match.groupdict())
+    return None

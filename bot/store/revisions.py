@@ -1,0 +1,129 @@
+"""Messages by their platform id: lookups for reply context, edits and deletes (SQLite).
+
+An edit rewrites the stored text (the index follows) and keeps the old text in
+`message_revisions`; a delete blanks the text and takes the row out of the live transcript, so it
+leaves search, tool results and every later summary input. A compaction's verbatim copies of a
+message keep its platform id, so every copy changes with the original.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import aiosqlite
+
+from bot.store import rows
+from bot.store.base import StoredMessage
+from bot.store.database import Database, one
+
+_FIND_SQL = (
+    "SELECT m.* FROM messages m JOIN sessions s ON s.id = m.session_id"
+    " WHERE s.chat_key = ? AND m.platform_message_id = ? ORDER BY m.id DESC LIMIT 1"
+)
+# The message and its compaction copies, in every session of the chat.
+_ALL_COPIES_SQL = (
+    "SELECT m.id, m.session_id, m.active, m.tokens FROM messages m"
+    " JOIN sessions s ON s.id = m.session_id"
+    " WHERE s.chat_key = ? AND m.platform_message_id = ?"
+)
+
+
+class Revisions:
+    """The `Store` methods for messages addressed by platform id; `SqliteStore` inherits them."""
+
+    _db: Database
+    _clock: Callable[[], float]
+
+    async def find_platform_message(
+        self, chat_key: str, platform_message_id: str
+    ) -> StoredMessage | None:
+        """The chat's message with this platform id, archived rows included."""
+        row = await self._db.fetchone(_FIND_SQL, (chat_key, platform_message_id))
+        return rows.message_from_row(row) if row else None
+
+    async def edit_platform_message(
+        self, chat_key: str, platform_message_id: str, content: str, tokens: int
+    ) -> bool:
+        """Replace the message's text (and its copies'); the old text is kept as a revision."""
+        now = self._clock()
+        async with self._db.transaction() as conn:
+            original = await one(conn, _FIND_SQL, (chat_key, platform_message_id))
+            if original is None:
+                return False
+            targets = await _with_copies(conn, chat_key, platform_message_id)
+            await conn.execute(
+                "INSERT INTO message_revisions(message_id, content, content_format, edited_at)"
+                " VALUES (?, ?, ?, ?)",
+                (original["id"], original["content"], original["content_format"], now),
+            )
+            for target in targets:
+                await conn.execute(
+                    "UPDATE messages SET content = ?, content_format = 'text', tokens = ?"
+                    " WHERE id = ?",
+                    (content, tokens, target["id"]),
+                )
+                if target["active"]:
+                    await _adjust_session(conn, target["session_id"], tokens - target["tokens"], 0)
+        return True
+
+    async def delete_platform_message(self, chat_key: str, platform_message_id: str) -> bool:
+        """Blank the message, its copies and revisions, and take them out of the transcript."""
+        async with self._db.transaction() as conn:
+            original = await one(conn, _FIND_SQL, (chat_key, platform_message_id))
+            if original is None:
+                return False
+            for target in await _with_copies(conn, chat_key, platform_message_id):
+                await conn.execute(
+                    "UPDATE messages SET content = NULL, content_format = 'null', tokens = 0,"
+                    " tool_calls = NULL, active = 0 WHERE id = ?",
+                    (target["id"],),
+                )
+                if target["active"]:
+                    await _adjust_session(conn, target["session_id"], -target["tokens"], -1)
+            await conn.execute(
+                "DELETE FROM message_revisions WHERE message_id = ?", (original["id"],)
+            )
+        return True
+
+    async def set_message_content(self, message_id: int, content: Any, tokens: int) -> None:
+        """The message's full content once its files were read (no revision: same message)."""
+        text, content_format = rows.encode_content(content)
+        async with self._db.transaction() as conn:
+            row = await one(
+                conn, "SELECT session_id, active, tokens FROM messages WHERE id = ?", (message_id,)
+            )
+            if row is None:
+                return
+            await conn.execute(
+                "UPDATE messages SET content = ?, content_format = ?, tokens = ? WHERE id = ?",
+                (text, content_format, tokens, message_id),
+            )
+            if row["active"]:
+                await _adjust_session(conn, row["session_id"], tokens - row["tokens"], 0)
+
+    async def message_revisions(self, message_id: int) -> list[str]:
+        """Earlier texts of an edited message, oldest first."""
+        found = await self._db.fetchall(
+            "SELECT content FROM message_revisions WHERE message_id = ? ORDER BY id",
+            (message_id,),
+        )
+        return [str(r[0]) for r in found if r[0] is not None]
+
+
+async def _with_copies(
+    conn: aiosqlite.Connection, chat_key: str, platform_message_id: str
+) -> list[Any]:
+    return list(await conn.execute_fetchall(_ALL_COPIES_SQL, (chat_key, platform_message_id)))
+
+
+async def _adjust_session(
+    conn: aiosqlite.Connection, session_id: int, tokens: int, messages: int
+) -> None:
+    # A live row changed in place: a new version of the transcript, so in-memory copies of it
+    # (the working set) reload and a compaction that read the old text does not commit it.
+    await conn.execute(
+        "UPDATE sessions SET active_tokens = active_tokens + ?,"
+        " active_messages = active_messages + ?, version = version + 1 WHERE id = ?",
+        (tokens, messages, session_id),
+    )

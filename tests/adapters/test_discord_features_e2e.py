@@ -1,0 +1,112 @@
+"""Discord edits and deletes end to end: real discord.py against FakeDiscord, a real App."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from bot.llm import ToolCall
+from bot.tools import ToolContext, run_tool
+from tests.adapters.discord_rig import WAIT_SECONDS, Rig, discord_rig
+from tests.fakes.discord_server import FakeDiscord
+from tests.fakes.fixtures import fake_discord  # noqa: F401  (pytest fixture)
+
+POLL_SECONDS = 0.01
+
+
+@pytest.fixture
+async def rig(tmp_path: Path, fake_discord: FakeDiscord) -> AsyncIterator[Rig]:  # noqa: F811
+    async with discord_rig(tmp_path, fake_discord) as running:
+        yield running
+
+
+def _key(rig: Rig) -> str:
+    return f"discord:{rig.discord.channel_id}"
+
+
+async def _until(check: object) -> None:
+    async def loop() -> None:
+        while not await check():  # type: ignore[operator]  # noqa: ASYNC110
+            await asyncio.sleep(POLL_SECONDS)
+
+    await asyncio.wait_for(loop(), WAIT_SECONDS)
+
+
+async def _search(rig: Rig, query: str) -> list[str]:
+    store = rig.app.services.store
+    session = await store.active_session(_key(rig))
+    ctx = ToolContext(store, _key(rig), session.id, "9", "carol", can_remember=False)
+    call = ToolCall("call_1", "search_history", json.dumps({"query": query}))
+    return [hit["text"] for hit in json.loads(await run_tool(call, ctx))["hits"]]
+
+
+async def test_deleted_message_is_no_longer_found_by_search_history(rig: Rig) -> None:
+    payload = await rig.discord.send_message("the vault code is 4417")
+    await rig.discord.send_message("unrelated chatter")
+    store = rig.app.services.store
+
+    async def stored() -> bool:
+        return len(await store.load_history(_key(rig))) == 2
+
+    await _until(stored)
+    assert await _search(rig, "vault code") == ["the vault code is 4417"]
+
+    await rig.discord.dispatch(
+        "MESSAGE_DELETE",
+        {"id": payload["id"], "channel_id": payload["channel_id"], "guild_id": payload["guild_id"]},
+    )
+
+    async def gone() -> bool:
+        return not await _search(rig, "vault code")
+
+    await _until(gone)
+    session = await store.active_session(_key(rig))
+    assert [m.text for m in await store.load_active(session.id)] == ["[alice] unrelated chatter"]
+    assert session.active_messages == 1
+
+
+async def test_edited_message_is_stored_with_its_new_text(rig: Rig) -> None:
+    payload = await rig.discord.send_message("deploy on monday")
+    edited = {**payload, "content": "deploy on tuesday", "edited_timestamp": payload["timestamp"]}
+    await rig.discord.dispatch("MESSAGE_UPDATE", edited)
+    store = rig.app.services.store
+
+    async def changed() -> bool:
+        return [m.text for m in await store.load_history(_key(rig))] == [
+            "[alice] deploy on tuesday"
+        ]
+
+    await _until(changed)
+    assert await _search(rig, "monday") == []
+
+
+async def test_attached_text_document_is_read_into_a_searchable_note(rig: Rig) -> None:
+    notes = b"Meeting notes: the venue deposit is 950 CHF, due on 12 March."
+    await rig.discord.send_message(
+        "notes from today", mention_bot=True, files={"notes.txt": ("text/plain", notes)}
+    )
+    await rig.next_sent()
+    await rig.settle()
+    assert rig.discord.attachment_downloads == ["notes.txt"]
+    assert any("950 CHF" in hit for hit in await _search(rig, "venue deposit"))
+    prompt = str(rig.llm.completions[-1]["messages"][-1]["content"])
+    assert prompt.startswith("[alice] notes from today\n[document: notes.txt]\nMeeting notes")
+
+
+async def test_reply_to_a_members_message_quotes_it_in_the_turn(rig: Rig) -> None:
+    original = await rig.discord.send_message(
+        "the staging password rotates on Mondays", author_id=1002, author_name="bob"
+    )
+    await rig.next_handled()
+    await rig.discord.send_message(
+        "is that still true?", mention_bot=True, reply_to_message_id=int(original["id"])
+    )
+    await rig.next_sent()
+    last = rig.llm.completions[-1]["messages"][-1]["content"]
+    assert last == (
+        '[alice] (in reply to bob: "the staging password rotates on Mondays") is that still true?'
+    )
