@@ -88,7 +88,12 @@ _TEMPLATES: tuple[tuple[str, str], ...] = (
      "⚠️ 回答被中断：与模型的连接断开了。"),
     # /status and /usage
     ("📊 Context {g}", "📊 上下文 {g}"),
-    ("Tokens: {u} / {w} (compaction at {t}, {p})", "Tokens：{u} / {w}（{t} 时压缩，{p}）"),
+    ("Tokens: {u} / {w}", "Tokens：{u} / {w}"),
+    ("Compaction before a reply at {t} (threshold {p}); background hygiene at {h} "
+     "(hygiene_threshold {q})",
+     "回复前在 {t} 时压缩（阈值 {p}）；后台整理在 {h} 时进行（hygiene_threshold {q}）"),
+    ("Memory: nothing remembered yet", "记忆：尚无记录"),
+    ("Memory: {rest}", "记忆：{rest}"),
     ("Messages: {a} active, {b} archived", "消息：{a} 条活跃，{b} 条已归档"),
     ("Compactions: {n}", "压缩次数：{n}"),
     ("Last compaction: {rest}", "上次压缩：{rest}"),
@@ -99,8 +104,8 @@ _TEMPLATES: tuple[tuple[str, str], ...] = (
     ("This month: {rest}", "本月：{rest}"),
     # /help
     ("Commands:", "命令："),
-    ("/status — context gauge, compactions, breaker state",
-     "/status — 上下文用量、压缩次数、断路器状态"),
+    ("/status — context gauge, compactions, memory, breaker state",
+     "/status — 上下文用量、压缩次数、记忆、断路器状态"),
     ("/compress [focus] — compact older history now (/compact; --show prints the summary)",
      "/compress [重点] — 立即压缩较早的历史（/compact；--show 显示摘要）"),
     ("/new — start a new conversation (/reset); the old one stays searchable",

@@ -52,7 +52,10 @@ def scope_user(message: InboundMessage, settings: ChatSettings) -> str | None:
 
 
 def stored_row(
-    message: InboundMessage, settings: ChatSettings, counter: TokenCounter, quote: str | None
+    message: InboundMessage,
+    settings: ChatSettings,
+    counter: TokenCounter,
+    quote: str | None = None,
 ) -> NewMessage | None:
     """The transcript row for an ordinary message: in a shared group, attributed by name, with
     the message it replies to quoted and a placeholder per file (read later, in the lane)."""

@@ -36,7 +36,7 @@ class Running:
         await self.settle()
 
     async def settle(self) -> None:
-        await asyncio.wait_for(self.app.gateway.lanes.join(), WAIT_SECONDS)
+        await asyncio.wait_for(self.app.gateway.join(), WAIT_SECONDS)
 
     async def stored(self, fragment: str, chat_key: str = GROUP_KEY) -> None:
         """Wait (bounded) until a stored message of the chat contains `fragment`."""

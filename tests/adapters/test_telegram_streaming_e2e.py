@@ -76,7 +76,7 @@ async def bot(tmp_path: Path, fake_telegram: FakeTelegram) -> AsyncIterator[Runn
 async def _answered(bot: Running) -> None:
     """The first message reached the chat, then the turn behind it finished."""
     await asyncio.wait_for(bot.tg.sent.get(), WAIT_SECONDS)
-    await asyncio.wait_for(bot.app.gateway.lanes.join(), WAIT_SECONDS)
+    await asyncio.wait_for(bot.app.gateway.join(), WAIT_SECONDS)
 
 
 def _gaps(times: list[float]) -> list[float]:

@@ -35,6 +35,8 @@ async def _feed(app: App, adapter: RecordingAdapter) -> None:
             author = PEOPLE[i % len(PEOPLE)]
             text = f"message {i}: " + " ".join(rng.choice(WORDS) for _ in range(12))
         await app.gateway.handle(group_message(text, author=author, addressed=False), adapter)
+    # Background hygiene may compact the chatter; /summary must be judged after it settled.
+    await app.gateway.join()
 
 
 async def _snapshot(app: App) -> tuple[Any, ...]:
@@ -47,7 +49,7 @@ async def _snapshot(app: App) -> tuple[Any, ...]:
 
 async def _ask(app: App, adapter: RecordingAdapter, text: str = "/summary") -> str:
     await app.gateway.handle(group_message(text, author="Carol"), adapter)
-    await app.gateway.lanes.join()
+    await app.gateway.join()
     return adapter.texts()[-1]
 
 
@@ -96,7 +98,7 @@ async def test_summary_is_rate_limited_per_member(tmp_path: Path) -> None:
         assert first.startswith("🧾 What you missed in the last 2h")
         assert "One /summary a minute" in await _ask(app, adapter)
         await app.gateway.handle(group_message("/summary @Bob", author="Dave"), adapter)
-        await asyncio.wait_for(app.gateway.lanes.join(), 5)
+        await asyncio.wait_for(app.gateway.join(), 5)
         other = adapter.texts()[-1]
         assert other.startswith("🧾 What you missed from Bob")
         assert "migration plan" in other

@@ -23,7 +23,7 @@ async def test_config_model_switches_the_model_and_the_window(tmp_path: Path) ->
 
             async def say(text: str) -> str:
                 await gateway.handle(group_message(text), adapter)
-                await gateway.lanes.join()
+                await gateway.join()
                 return adapter.texts()[-1]
 
             assert "Tokens: 0 / 8,000" in await say("/status")
@@ -31,7 +31,8 @@ async def test_config_model_switches_the_model_and_the_window(tmp_path: Path) ->
             assert "not valid" in refused and "fake-model | big-model" in refused
             assert (await say("/config model big-model")).startswith("✅ model = big-model")
             status = await say("/status")
-            assert "/ 200,000 (compaction at 100,000, 50%)" in status
+            assert "Tokens: 0 / 200,000" in status
+            assert "Compaction before a reply at 100,000 (threshold 50%)" in status
             await say("hello there")
             assert llm.completions[-1]["model"] == "big-model"
             settings = await app.services.settings_for(CHAT)
