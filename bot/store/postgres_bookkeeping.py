@@ -11,7 +11,12 @@ from typing import TYPE_CHECKING
 
 from bot.store import rows
 from bot.store.base import CompressionEvent, LockRecord, Pin, UsagePurpose, UsageRow
-from bot.store.dead_letters import MAX_ERROR_CHARS, MAX_PAYLOAD_CHARS, DeadLetter
+from bot.store.dead_letters import (
+    MAX_ERROR_CHARS,
+    MAX_PAYLOAD_CHARS,
+    DeadLetter,
+    dead_letter_from_row,
+)
 from bot.store.postgres_database import PostgresDatabase, affected
 from bot.store.settings_cache import RawSettingsCache
 from bot.store.sqlite_writes import (
@@ -236,17 +241,7 @@ class PostgresBookkeeping:
         found = await self._db.fetchall(
             "SELECT * FROM dead_letters ORDER BY id DESC LIMIT $1", (limit,)
         )
-        return [
-            DeadLetter(
-                id=r["id"],
-                platform=r["platform"],
-                update_id=r["update_id"],
-                received_at=r["received_at"],
-                error=r["error"],
-                payload=r["payload"],
-            )
-            for r in found
-        ]
+        return [dead_letter_from_row(r) for r in found]
 
 
 async def mark_processed(conn: PooledConnection, platform: str, update_id: str, now: float) -> bool:
