@@ -70,31 +70,35 @@ class PostgresWrites:
         if not items:
             return []
         now = self._clock()
+        return await self._db.retried(lambda conn: self._ingest(conn, items, now))
+
+    async def _ingest(
+        self, conn: PooledConnection, items: Sequence[IngestItem], now: float
+    ) -> list[IngestResult]:
         results: list[IngestResult] = []
-        async with self._db.transaction() as conn:
-            # Per session of the batch: its row, its next seq, what the batch added.
-            open_sessions: dict[tuple[str, str | None], _Appending] = {}
-            for item in items:
-                if item.update_id is not None and not await mark_processed(
-                    conn, item.platform, item.update_id, now
-                ):
-                    results.append(IngestResult(duplicate=True))
-                    continue
-                if item.upsert_chat:
-                    await conn.execute(
-                        UPSERT_CHAT_SQL,
-                        item.chat_key,
-                        item.platform,
-                        item.title,
-                        item.parent_key,
-                        item.is_group,
-                        now,
-                    )
-                appending = await _appending(conn, item, now, open_sessions)
-                results.append(await appending.add(conn, item.message, now))
-            for appending in open_sessions.values():
-                await appending.flush(conn, now)
-            self._last_prune = await prune_processed(conn, now, self._last_prune)
+        # Per session of the batch: its row, its next seq, what the batch added.
+        open_sessions: dict[tuple[str, str | None], _Appending] = {}
+        for item in items:
+            if item.update_id is not None and not await mark_processed(
+                conn, item.platform, item.update_id, now
+            ):
+                results.append(IngestResult(duplicate=True))
+                continue
+            if item.upsert_chat:
+                await conn.execute(
+                    UPSERT_CHAT_SQL,
+                    item.chat_key,
+                    item.platform,
+                    item.title,
+                    item.parent_key,
+                    item.is_group,
+                    now,
+                )
+            appending = await _appending(conn, item, now, open_sessions)
+            results.append(await appending.add(conn, item.message, now))
+        for appending in open_sessions.values():
+            await appending.flush(conn, now)
+        self._last_prune = await prune_processed(conn, now, self._last_prune)
         return results
 
     async def append_messages(self, session_id: int, messages: Sequence[NewMessage]) -> list[int]:
@@ -105,8 +109,11 @@ class PostgresWrites:
     ) -> list[list[int]]:
         """`append_messages` for several sessions in one transaction (all or nothing)."""
         now = self._clock()
-        async with self._db.transaction() as conn:
+
+        async def append_all(conn: PooledConnection) -> list[list[int]]:
             return [await _append(conn, sid, messages, now) for sid, messages in items]
+
+        return await self._db.retried(append_all)
 
     async def apply_state_delta(
         self, session_id: int, expected_version: int, delta: StateDelta

@@ -1,4 +1,4 @@
-"""PostgreSQL's one-transaction writes across workers: crashes, lease takeover, dedup.
+"""PostgreSQL's one-transaction writes across workers: crashes, lease takeover, dedup, deadlock.
 
 Each worker is its own `PostgresStore` (its own pool) on one schema, as separate processes are.
 """
@@ -185,3 +185,41 @@ async def test_two_workers_ingesting_one_redelivered_update_store_it_once(
             (await one.get_session(session.id)).active_tokens,
             7,
         )
+
+
+async def test_batches_locking_two_chats_in_opposite_orders_both_land(
+    schema_dsn: str, clock: ManualClock
+) -> None:
+    application = f"compactbot-test-{uuid.uuid4().hex[:8]}"
+    async with (
+        PostgresStore(schema_dsn, clock=clock) as one,
+        PostgresStore(f"{schema_dsn}&application_name={application}", clock=clock) as other,
+    ):
+        for key in ("test:g1", "test:g2"):
+            await one.active_session(key)
+
+        def item(update_id: str, chat: str) -> IngestItem:
+            return IngestItem("test", update_id, chat, None, user(update_id), title="G")
+
+        # The first batch stops holding g1 (dedup, chat, session lock, max seq, insert) ...
+        stepped = SteppedConnection(None, pause_after=5)
+        step_next_transaction(one, stepped)
+        first = asyncio.create_task(one.ingest([item("a1", "test:g1"), item("a2", "test:g2")]))
+        await stepped.paused.wait()
+        try:
+            # ... the second takes g2, then waits for g1; the first then waits for g2: a cycle.
+            second = asyncio.create_task(
+                other.ingest([item("b2", "test:g2"), item("b1", "test:g1")])
+            )
+            await asyncio.wait_for(_waiting_on_a_lock(schema_dsn, application), 10)
+            stepped.resume.set()
+            results = await asyncio.gather(first, second)
+        finally:
+            stepped.resume.set()
+        # The server aborted one whole; run again, it stored everything, once.
+        assert [r.duplicate for batch in results for r in batch] == [False] * 4
+        for key, texts in (("test:g1", {"a1", "b1"}), ("test:g2", {"a2", "b2"})):
+            session = await one.active_session(key)
+            stored = await one.load_active(session.id)
+            assert {m.text.split("] ")[1] for m in stored} == texts
+            assert (session.active_tokens, session.active_messages) == await one.recount(session.id)
