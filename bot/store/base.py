@@ -5,12 +5,9 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal, Protocol
+from typing import Any, Literal, Protocol
 
 from compression.state import CompressorState
-
-if TYPE_CHECKING:
-    from bot.store.dead_letters import DeadLetter
 
 MessageKind = Literal["message", "summary", "note"]
 UsagePurpose = Literal["reply", "compression"]
@@ -200,6 +197,16 @@ class IngestResult:
     # The session the message went to, after the insert (None for a duplicate).
     session: SessionRecord | None = None
     message_id: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class DeadLetter:
+    id: int
+    platform: str
+    update_id: str
+    received_at: float
+    error: str
+    payload: str  # the raw update as received, truncated to dead_letters.MAX_PAYLOAD_CHARS
 
 
 @dataclass(frozen=True, slots=True)

@@ -3,25 +3,15 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Protocol
 
+from bot.store.base import DeadLetter
 from bot.store.database import Database
 from bot.store.rows import Row
 
 # A dead letter is evidence, not a backup: enough of the payload to see what went wrong.
 MAX_PAYLOAD_CHARS = 16_000
 MAX_ERROR_CHARS = 500
-
-
-@dataclass(frozen=True, slots=True)
-class DeadLetter:
-    id: int
-    platform: str
-    update_id: str
-    received_at: float
-    error: str
-    payload: str  # the raw update as received, truncated to MAX_PAYLOAD_CHARS
 
 
 def dead_letter_from_row(row: Row) -> DeadLetter:
