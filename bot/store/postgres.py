@@ -10,7 +10,7 @@ import logging
 import time
 from collections.abc import Callable, Sequence
 from types import TracebackType
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from bot.store import postgres_rows, rows
 from bot.store.base import (
@@ -33,9 +33,6 @@ from bot.store.postgres_writes import (
 )
 from bot.store.settings_cache import RawSettingsCache
 from compression.state import CompressorState
-
-if TYPE_CHECKING:
-    pass
 
 log = logging.getLogger(__name__)
 
