@@ -70,11 +70,15 @@ class PostgresWrites:
         if not items:
             return []
         now = self._clock()
-        return await self._db.retried(lambda conn: self._ingest(conn, items, now))
+        results, self._last_prune = await self._db.retried(
+            lambda conn: self._ingest(conn, items, now)
+        )
+        return results
 
     async def _ingest(
         self, conn: PooledConnection, items: Sequence[IngestItem], now: float
-    ) -> list[IngestResult]:
+    ) -> tuple[list[IngestResult], float]:
+        """The results, and the last-prune time once this attempt commits."""
         results: list[IngestResult] = []
         # Per session of the batch: its row, its next seq, what the batch added.
         open_sessions: dict[tuple[str, str | None], _Appending] = {}
@@ -98,8 +102,7 @@ class PostgresWrites:
             results.append(await appending.add(conn, item.message, now))
         for appending in open_sessions.values():
             await appending.flush(conn, now)
-        self._last_prune = await prune_processed(conn, now, self._last_prune)
-        return results
+        return results, await prune_processed(conn, now, self._last_prune)
 
     async def append_messages(self, session_id: int, messages: Sequence[NewMessage]) -> list[int]:
         return (await self.append_batch([(session_id, messages)]))[0]
