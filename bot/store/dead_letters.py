@@ -7,10 +7,22 @@ from typing import Protocol
 
 from bot.store.base import DeadLetter
 from bot.store.database import Database
+from bot.store.rows import Row
 
 # A dead letter is evidence, not a backup: enough of the payload to see what went wrong.
 MAX_PAYLOAD_CHARS = 16_000
 MAX_ERROR_CHARS = 500
+
+
+def dead_letter_from_row(row: Row) -> DeadLetter:
+    return DeadLetter(
+        id=row["id"],
+        platform=row["platform"],
+        update_id=row["update_id"],
+        received_at=row["received_at"],
+        error=row["error"],
+        payload=row["payload"],
+    )
 
 
 class DeadLetterStore(Protocol):
@@ -52,14 +64,4 @@ class DeadLetters:
         found = await self._db.fetchall(
             "SELECT * FROM dead_letters ORDER BY id DESC LIMIT ?", (limit,)
         )
-        return [
-            DeadLetter(
-                id=r["id"],
-                platform=r["platform"],
-                update_id=r["update_id"],
-                received_at=r["received_at"],
-                error=r["error"],
-                payload=r["payload"],
-            )
-            for r in found
-        ]
+        return [dead_letter_from_row(r) for r in found]

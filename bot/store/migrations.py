@@ -27,6 +27,12 @@ _FTS_TEXT_NEW = """
 """
 _FTS_TEXT_OLD = _FTS_TEXT_NEW.replace("new.", "old.")
 
+
+def indexed_text(alias: str) -> str:
+    """SQL for the text the FTS index holds of the `messages` row `alias` (what search sees)."""
+    return _FTS_TEXT_NEW.replace("new.", f"{alias}.")
+
+
 _SCHEMA_V1 = f"""
 CREATE TABLE IF NOT EXISTS chats (
     key         TEXT PRIMARY KEY,

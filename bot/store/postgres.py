@@ -10,37 +10,41 @@ import logging
 import time
 from collections.abc import Callable, Sequence
 from types import TracebackType
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from bot.store import postgres_rows, rows
 from bot.store.base import (
     ChatRecord,
-    CompactionCommit,
-    NewMessage,
     SearchHit,
     SessionNotFound,
     SessionRecord,
     StoredMessage,
 )
 from bot.store.hits import FETCH_FACTOR, clamp_limit, distinct_hits
-from bot.store.postgres_bookkeeping import PostgresBookkeeping, mark_processed
+from bot.store.postgres_bookkeeping import PostgresBookkeeping
 from bot.store.postgres_database import PostgresDatabase, affected, redacted_dsn
 from bot.store.postgres_tables import PostgresTables
+from bot.store.postgres_writes import (
+    COUNT_ACTIVE_SQL,
+    OPEN_SESSION_SQL,
+    WRITE_STATE_SQL,
+    PostgresWrites,
+    start_session,
+)
+from bot.store.settings_cache import RawSettingsCache
 from compression.state import CompressorState
-
-if TYPE_CHECKING:
-    from bot.store.postgres_database import PooledConnection
 
 log = logging.getLogger(__name__)
 
 
-class PostgresStore(PostgresBookkeeping):
+class PostgresStore(PostgresWrites, PostgresBookkeeping):
     """`Store` on a PostgreSQL database (`postgresql://…`; `?search_path=` picks the schema)."""
 
     def __init__(self, dsn: str, *, clock: Callable[[], float] = time.time) -> None:
         self._db = PostgresDatabase(dsn)
         self._clock = clock
         self._last_prune = 0.0
+        self._settings_cache = RawSettingsCache(clock)
 
     @property
     def location(self) -> str:
@@ -164,14 +168,16 @@ class PostgresStore(PostgresBookkeeping):
                 "UPDATE chats SET parent_key = $1 WHERE parent_key = $2", new_key, old_key
             )
             await conn.execute("DELETE FROM chats WHERE key = $1", old_key)
+        self._settings_cache.drop(old_key)
+        self._settings_cache.drop(new_key)
         log.info("chat migrated (chat=%s new_chat=%s)", old_key, new_key)
 
     async def active_session(self, chat_key: str, scope_user: str | None = None) -> SessionRecord:
-        row = await self._db.fetchone(_OPEN_SESSION_SQL, (chat_key, scope_user))
+        row = await self._db.fetchone(OPEN_SESSION_SQL, (chat_key, scope_user))
         if row is not None:
             return rows.session_from_row(row)
         async with self._db.transaction() as conn:
-            row = await self._start_session(conn, chat_key, scope_user)
+            row = await start_session(conn, chat_key, scope_user, self._clock())
         return rows.session_from_row(row)
 
     async def get_session(self, session_id: int) -> SessionRecord:
@@ -189,35 +195,8 @@ class PostgresStore(PostgresBookkeeping):
                 chat_key,
                 scope_user,
             )
-            row = await self._start_session(conn, chat_key, scope_user)
+            row = await start_session(conn, chat_key, scope_user, self._clock())
         return rows.session_from_row(row)
-
-    async def _start_session(
-        self, conn: PooledConnection, chat_key: str, scope_user: str | None
-    ) -> Any:
-        """Open a session unless another worker just did; either way return the open one."""
-        now = self._clock()
-        platform = chat_key.split(":", 1)[0]
-        await conn.execute(
-            "INSERT INTO chats(key, platform, created_at) VALUES ($1, $2, $3)"
-            " ON CONFLICT(key) DO NOTHING",
-            chat_key,
-            platform,
-            now,
-        )
-        row = await conn.fetchrow(
-            "INSERT INTO sessions(chat_key, scope_user, started_at, last_activity_at)"
-            " VALUES ($1, $2, $3, $4)"
-            " ON CONFLICT (chat_key, (coalesce(scope_user, ''))) WHERE ended_at IS NULL"
-            " DO NOTHING RETURNING *",
-            chat_key,
-            scope_user,
-            now,
-            now,
-        )
-        if row is None:
-            row = await conn.fetchrow(_OPEN_SESSION_SQL, chat_key, scope_user)
-        return row
 
     async def list_sessions(self, chat_key: str | None = None) -> list[SessionRecord]:
         if chat_key is None:
@@ -229,12 +208,8 @@ class PostgresStore(PostgresBookkeeping):
         return [rows.session_from_row(r) for r in found]
 
     async def save_compressor_state(self, session_id: int, state: CompressorState) -> None:
-        assignments = ", ".join(
-            f"{column} = ${n}" for n, column in enumerate(rows.STATE_COLUMNS, start=1)
-        )
         await self._update_session(
-            f"UPDATE sessions SET {assignments} WHERE id = ${len(rows.STATE_COLUMNS) + 1}",
-            (*postgres_rows.state_params(state), session_id),
+            WRITE_STATE_SQL, (*postgres_rows.state_params(state), session_id)
         )
 
     async def set_system_prompt(self, session_id: int, prompt: str | None) -> None:
@@ -249,50 +224,22 @@ class PostgresStore(PostgresBookkeeping):
 
     # messages
 
-    async def append_messages(
-        self,
-        session_id: int,
-        messages: Sequence[NewMessage],
-        *,
-        processed_update: tuple[str, str] | None = None,
-    ) -> list[int]:
-        if not messages:
-            return []
-        now = self._clock()
-        async with self._db.transaction() as conn:
-            if processed_update and not await mark_processed(conn, *processed_update, now):
-                return []  # a redelivery: the first delivery's rows are already stored
-            # First: the session row's lock orders this insert against other writers of it.
-            status = await conn.execute(
-                "UPDATE sessions SET active_tokens = active_tokens + $1,"
-                " active_messages = active_messages + $2, last_activity_at = $3 WHERE id = $4",
-                sum(m.tokens for m in messages),
-                len(messages),
-                now,
-                session_id,
-            )
-            if affected(status) != 1:
-                raise SessionNotFound(session_id)
-            base = await _max_seq(conn, session_id)
-            await conn.executemany(
-                postgres_rows.INSERT_MESSAGE_SQL,
-                [
-                    postgres_rows.message_params(m, session_id, base + i + 1, now)
-                    for i, m in enumerate(messages)
-                ],
-            )
-            found = await conn.fetch(
-                "SELECT id FROM messages WHERE session_id = $1 AND seq > $2 ORDER BY seq",
-                session_id,
-                base,
-            )
-        return [r[0] for r in found]
-
     async def load_active(self, session_id: int) -> list[StoredMessage]:
         found = await self._db.fetchall(
             "SELECT * FROM messages WHERE session_id = $1 AND active ORDER BY seq", (session_id,)
         )
         return [rows.message_from_row(r) for r in found]
+
+    async def load_appended(
+        self, session_id: int, after_id: int, version: int
+    ) -> list[StoredMessage] | None:
+        # One statement, so the rows and the version come from the same snapshot.
+        found = await self._db.fetchall(_APPENDED_SQL, (after_id, session_id))
+        if not found:
+            raise SessionNotFound(session_id)
+        if found[0]["current_version"] != version:
+            return None
+        return [rows.message_from_row(r) for r in found if r["id"] is not None]
 
     async def load_history(
         self, chat_key: str, *, include_archived: bool = True
@@ -312,89 +259,6 @@ class PostgresStore(PostgresBookkeeping):
         )
         return int(row[0])
 
-    async def archive_and_compact(
-        self, session: SessionRecord, compacted: Sequence[NewMessage], watermark: int
-    ) -> CompactionCommit | None:
-        sid = session.id
-        now = self._clock()
-        async with self._db.transaction() as conn:
-            # Compare-and-set: the row lock makes a concurrent commit wait, then see our version.
-            version = await conn.fetchval(
-                "SELECT version FROM sessions WHERE id = $1 FOR UPDATE", sid
-            )
-            if version is None:
-                raise SessionNotFound(sid)
-            if version != session.version:
-                log.info(
-                    "compaction fenced out (chat=%s session=%d expected_version=%d version=%d)",
-                    session.chat_key,
-                    sid,
-                    session.version,
-                    version,
-                )
-                return None
-            # The fence is a position in the transcript, not an id: after a compaction the
-            # compacted rows have higher ids than the survivors that follow them.
-            mark = await conn.fetchval(
-                "SELECT seq FROM messages WHERE id = $1 AND session_id = $2 AND active",
-                watermark,
-                sid,
-            )
-            if mark is None:
-                log.info("compaction watermark is gone (chat=%s session=%d)", session.chat_key, sid)
-                return None
-            archived = affected(
-                await conn.execute(
-                    "UPDATE messages SET active = FALSE, compacted = TRUE"
-                    " WHERE session_id = $1 AND active AND seq <= $2",
-                    sid,
-                    mark,
-                )
-            )
-            # Rows newer than the watermark arrived while the summary was written: renumber them
-            # after the compacted set so the transcript reads summary, tail, then the newcomers.
-            survivors = await conn.fetch(
-                "SELECT id FROM messages WHERE session_id = $1 AND active ORDER BY seq", sid
-            )
-            base = await _max_seq(conn, sid)
-            await conn.executemany(
-                postgres_rows.INSERT_MESSAGE_SQL,
-                [
-                    postgres_rows.message_params(m, sid, base + i + 1, now)
-                    for i, m in enumerate(compacted)
-                ],
-            )
-            after = base + len(compacted)
-            inserted = await conn.fetch(
-                "SELECT id FROM messages"
-                " WHERE session_id = $1 AND seq > $2 AND seq <= $3 ORDER BY seq",
-                sid,
-                base,
-                after,
-            )
-            await conn.executemany(
-                "UPDATE messages SET seq = $1 WHERE id = $2",
-                [(after + i + 1, r[0]) for i, r in enumerate(survivors)],
-            )
-            tokens, count = await _count_active(conn, sid)
-            new_version = session.version + 1
-            await conn.execute(
-                "UPDATE sessions SET active_tokens = $1, active_messages = $2, version = $3"
-                " WHERE id = $4",
-                tokens,
-                count,
-                new_version,
-                sid,
-            )
-        return CompactionCommit(
-            archived=archived,
-            inserted=len(compacted),
-            active_tokens=tokens,
-            active_messages=count,
-            version=new_version,
-            inserted_ids=tuple(r[0] for r in inserted),
-        )
-
     async def search(self, chat_key: str, query: str, limit: int = 10) -> list[SearchHit]:
         """Messages of every session of the chat, archived included, newest first."""
         needle = query.strip()
@@ -410,16 +274,16 @@ class PostgresStore(PostgresBookkeeping):
         return distinct_hits((rows.hit_from_row(r) for r in found), limit)
 
     async def recount(self, session_id: int) -> tuple[int, int]:
-        row = await self._db.fetchone(_COUNT_ACTIVE_SQL, (session_id,))
+        row = await self._db.fetchone(COUNT_ACTIVE_SQL, (session_id,))
         return int(row[0]), int(row[1])
 
 
-_OPEN_SESSION_SQL = (
-    "SELECT * FROM sessions WHERE chat_key = $1 AND scope_user IS NOT DISTINCT FROM $2"
-    " AND ended_at IS NULL"
-)
-_COUNT_ACTIVE_SQL = (
-    "SELECT coalesce(sum(tokens), 0), count(*) FROM messages WHERE session_id = $1 AND active"
+# The session row always comes back (with NULL message columns when nothing is new); the
+# (session_id, active, seq) index makes this a scan of the active rows only.
+_APPENDED_SQL = (
+    "SELECT s.version AS current_version, m.* FROM sessions s"
+    " LEFT JOIN messages m ON m.session_id = s.id AND m.active AND m.id > $1"
+    " WHERE s.id = $2 ORDER BY m.seq"
 )
 _SEARCH_SQL = (
     "SELECT m.id, m.session_id, m.role, m.author_name, m.content, m.content_format,"
@@ -427,16 +291,3 @@ _SEARCH_SQL = (
     " WHERE s.chat_key = $1 AND m.search_text ILIKE $2 ESCAPE '\\'"
     " ORDER BY m.id DESC LIMIT $3"
 )
-
-
-async def _max_seq(conn: PooledConnection, session_id: int) -> int:
-    return int(
-        await conn.fetchval(
-            "SELECT coalesce(max(seq), 0) FROM messages WHERE session_id = $1", session_id
-        )
-    )
-
-
-async def _count_active(conn: PooledConnection, session_id: int) -> tuple[int, int]:
-    [row] = await conn.fetch(_COUNT_ACTIVE_SQL, session_id)  # an aggregate: always one row
-    return int(row[0]), int(row[1])

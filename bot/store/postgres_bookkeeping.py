@@ -10,13 +10,30 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 from bot.store import rows
-from bot.store.base import CompressionEvent, DeadLetter, Pin, UsagePurpose, UsageRow
-from bot.store.dead_letters import MAX_ERROR_CHARS, MAX_PAYLOAD_CHARS
+from bot.store.base import CompressionEvent, LockRecord, Pin, UsagePurpose, UsageRow
+from bot.store.dead_letters import (
+    MAX_ERROR_CHARS,
+    MAX_PAYLOAD_CHARS,
+    DeadLetter,
+    dead_letter_from_row,
+)
 from bot.store.postgres_database import PostgresDatabase, affected
-from bot.store.sqlite_writes import PROCESSED_UPDATES_KEEP_SECONDS, PRUNE_INTERVAL_SECONDS
+from bot.store.settings_cache import RawSettingsCache
+from bot.store.sqlite_writes import (
+    PROCESSED_UPDATES_KEEP_SECONDS,
+    PRUNE_INTERVAL_SECONDS,
+    event_params,
+)
 
 if TYPE_CHECKING:
     from bot.store.postgres_database import PooledConnection
+
+INSERT_EVENT_SQL = (
+    "INSERT INTO compression_events(chat_key, session_id, trigger, started_at,"
+    " ended_at, outcome, messages_before, messages_after, tokens_before,"
+    " tokens_after, summary_tokens, error)"
+    " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) RETURNING id"
+)
 
 
 class PostgresBookkeeping:
@@ -25,6 +42,7 @@ class PostgresBookkeeping:
     _db: PostgresDatabase
     _clock: Callable[[], float]
     _last_prune: float = 0.0
+    _settings_cache: RawSettingsCache
 
     # compression lock
 
@@ -79,13 +97,24 @@ class PostgresBookkeeping:
         )
         return row["holder"] if row else None
 
+    async def list_locks(self) -> list[LockRecord]:
+        found = await self._db.fetchall(
+            "SELECT session_id, holder, expires_at FROM compression_locks ORDER BY session_id"
+        )
+        return [LockRecord(r["session_id"], r["holder"], r["expires_at"]) for r in found]
+
     # per-chat settings
 
     async def get_chat_settings(self, chat_key: str) -> dict[str, str]:
+        cached = self._settings_cache.get(chat_key)
+        if cached is not None:
+            return cached
         found = await self._db.fetchall(
             "SELECT key, value FROM chat_settings WHERE chat_key = $1", (chat_key,)
         )
-        return {r["key"]: r["value"] for r in found}
+        values = {r["key"]: r["value"] for r in found}
+        self._settings_cache.put(chat_key, values)
+        return values
 
     async def set_chat_setting(self, chat_key: str, key: str, value: str) -> None:
         async with self._db.transaction() as conn:
@@ -96,36 +125,21 @@ class PostgresBookkeeping:
                 key,
                 value,
             )
+        self._settings_cache.drop(chat_key)
 
     async def unset_chat_setting(self, chat_key: str, key: str) -> bool:
         async with self._db.transaction() as conn:
             status = await conn.execute(
                 "DELETE FROM chat_settings WHERE chat_key = $1 AND key = $2", chat_key, key
             )
+        self._settings_cache.drop(chat_key)
         return affected(status) == 1
 
     # events, usage, dedup, pins
 
     async def record_compression_event(self, event: CompressionEvent) -> int:
         async with self._db.transaction() as conn:
-            event_id = await conn.fetchval(
-                "INSERT INTO compression_events(chat_key, session_id, trigger, started_at,"
-                " ended_at, outcome, messages_before, messages_after, tokens_before,"
-                " tokens_after, summary_tokens, error)"
-                " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) RETURNING id",
-                event.chat_key,
-                event.session_id,
-                event.trigger,
-                event.started_at,
-                event.ended_at,
-                event.outcome,
-                event.messages_before,
-                event.messages_after,
-                event.tokens_before,
-                event.tokens_after,
-                event.summary_tokens,
-                event.error,
-            )
+            event_id = await conn.fetchval(INSERT_EVENT_SQL, *event_params(event))
         return int(event_id)
 
     async def list_compression_events(
@@ -177,12 +191,7 @@ class PostgresBookkeeping:
         now = self._clock()
         async with self._db.transaction() as conn:
             inserted = await mark_processed(conn, platform, update_id, now)
-            if now - self._last_prune >= PRUNE_INTERVAL_SECONDS:
-                self._last_prune = now
-                await conn.execute(
-                    "DELETE FROM processed_updates WHERE seen_at < $1",
-                    now - PROCESSED_UPDATES_KEEP_SECONDS,
-                )
+            self._last_prune = await prune_processed(conn, now, self._last_prune)
         return inserted
 
     async def add_pin(self, chat_key: str, text: str, author: str | None) -> Pin:
@@ -232,17 +241,7 @@ class PostgresBookkeeping:
         found = await self._db.fetchall(
             "SELECT * FROM dead_letters ORDER BY id DESC LIMIT $1", (limit,)
         )
-        return [
-            DeadLetter(
-                id=r["id"],
-                platform=r["platform"],
-                update_id=r["update_id"],
-                received_at=r["received_at"],
-                error=r["error"],
-                payload=r["payload"],
-            )
-            for r in found
-        ]
+        return [dead_letter_from_row(r) for r in found]
 
 
 async def mark_processed(conn: PooledConnection, platform: str, update_id: str, now: float) -> bool:
@@ -255,3 +254,13 @@ async def mark_processed(conn: PooledConnection, platform: str, update_id: str, 
         now,
     )
     return affected(status) == 1
+
+
+async def prune_processed(conn: PooledConnection, now: float, last_prune: float) -> float:
+    """Drop dedup keys too old to be redelivered, at most hourly; the new last-prune time."""
+    if now - last_prune < PRUNE_INTERVAL_SECONDS:
+        return last_prune
+    await conn.execute(
+        "DELETE FROM processed_updates WHERE seen_at < $1", now - PROCESSED_UPDATES_KEEP_SECONDS
+    )
+    return now

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
-from typing import TYPE_CHECKING, Any, TypeAlias
+from typing import TYPE_CHECKING, Any, TypeAlias, TypeVar
 from urllib.parse import parse_qsl, urlencode, urlsplit
 
 import asyncpg
@@ -24,6 +24,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+T = TypeVar("T")
+
 
 POOL_MIN_SIZE = 1
 # Turns hold a connection only for a statement or a short transaction, never across an LLM call.
@@ -33,6 +35,9 @@ CONNECT_TIMEOUT_SECONDS = 10.0
 IDLE_CONNECTION_LIFETIME_SECONDS = 300.0
 # A database whose ctype does not class CJK characters as letters makes no trigrams of them.
 CJK_PROBE_TEXT = "中文测试"
+# Batches lock several sessions' rows in arrival order, so two workers can deadlock; the server
+# aborts one transaction whole, and running it again is safe.
+DEADLOCK_ATTEMPTS = 3
 
 
 class PostgresDatabase:
@@ -94,6 +99,21 @@ class PostgresDatabase:
                 yield conn
             if self.on_commit is not None:
                 self.on_commit(time.perf_counter() - started)
+
+    async def retried(self, work: Callable[[PooledConnection], Awaitable[T]]) -> T:
+        """`work` in one transaction, run again if the server aborted it to break a deadlock."""
+        attempt = 1
+        while True:
+            try:
+                async with self.transaction() as conn:
+                    return await work(conn)
+            except asyncpg.DeadlockDetectedError:
+                if attempt == DEADLOCK_ATTEMPTS:
+                    raise
+                attempt += 1
+                log.info(
+                    "transaction aborted by a deadlock, running it again (attempt %d)", attempt
+                )
 
     async def fetchall(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
         return list(await _require(self._pool).fetch(sql, *params))

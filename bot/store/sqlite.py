@@ -25,7 +25,7 @@ from bot.store.database import Database, one
 from bot.store.dead_letters import DeadLetters
 from bot.store.hits import FETCH_FACTOR, clamp_limit, distinct_hits
 from bot.store.memory_rows import SELECT_ENTRIES_SQL, SELECT_REREAD_SQL, memory_from_rows
-from bot.store.migrations import TRIGRAM
+from bot.store.migrations import TRIGRAM, indexed_text
 from bot.store.revisions import Revisions
 from bot.store.settings_cache import RawSettingsCache
 from bot.store.sqlite_tables import SqliteTables
@@ -307,7 +307,7 @@ class SqliteStore(CompactionWrites, Bookkeeping, DeadLetters, Revisions):
             # Short needles, and CJK substrings under unicode61, only a scan can find.
             escaped = needle.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
             pattern = f"%{escaped}%"
-            found = await self._db.fetchall(_LIKE_SEARCH_SQL, (chat_key, pattern, pattern, fetch))
+            found = await self._db.fetchall(_LIKE_SEARCH_SQL, (chat_key, pattern, fetch))
         return distinct_hits((rows.hit_from_row(r) for r in found), limit)
 
     async def recount(self, session_id: int) -> tuple[int, int]:
@@ -330,9 +330,10 @@ _FTS_SEARCH_SQL = (
     " JOIN sessions s ON s.id = m.session_id"
     " WHERE messages_fts MATCH ? AND s.chat_key = ? ORDER BY m.id DESC LIMIT ?"
 )
+# The scan looks at the text the index holds: a list content's text parts, not its JSON.
 _LIKE_SEARCH_SQL = (
     f"SELECT {_HIT_COLUMNS} FROM messages m JOIN sessions s ON s.id = m.session_id"
-    " WHERE s.chat_key = ? AND (m.content LIKE ? ESCAPE '\\' OR m.tool_calls LIKE ? ESCAPE '\\')"
+    f" WHERE s.chat_key = ? AND ({indexed_text('m')}) LIKE ? ESCAPE '\\'"
     " ORDER BY m.id DESC LIMIT ?"
 )
 

@@ -9,7 +9,7 @@ import sqlite3
 import subprocess
 import sys
 from collections.abc import AsyncIterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -18,13 +18,14 @@ import pytest
 
 from bot.compaction import SessionCompactor
 from bot.exclusivity import StoreLeases, new_lock_holder
+from bot.store import Store
 from bot.store.base import CompressionEvent, NewMessage, SessionRecord, StoredMessage
 from bot.store.database import Database
 from bot.store.sqlite import SqliteStore
 from compression import CompressorConfig
 from compression.tokens import counter_for
 from tests.concurrency.rig import GatedSummarizer, chatter_text
-from tests.store.conftest import ManualClock
+from tests.store.conftest import FreshStore, ManualClock
 from tests.store.factories import summary, user
 
 SETTINGS = CompressorConfig(context_length=100_000, protect_last_n=5)
@@ -85,7 +86,7 @@ def crashing_store(path: Path, clock: ManualClock) -> tuple[SqliteStore, Crashin
     return store, database
 
 
-async def snapshot(store: SqliteStore, session_id: int) -> tuple[Any, ...]:
+async def snapshot(store: Store, session_id: int) -> tuple[Any, ...]:
     session = await store.get_session(session_id)
     rows: list[StoredMessage] = await store.load_active(session_id)
     events = await store.list_compression_events()
@@ -97,13 +98,13 @@ async def snapshot(store: SqliteStore, session_id: int) -> tuple[Any, ...]:
     )
 
 
-async def seeded(store: SqliteStore) -> tuple[SessionRecord, list[int]]:
+async def seeded(store: Store) -> tuple[SessionRecord, list[int]]:
     session = await store.active_session("test:g1")
     ids = await store.append_messages(session.id, [user(chatter_text(i), 200) for i in range(20)])
     return await store.get_session(session.id), ids
 
 
-async def commit(store: SqliteStore, session: SessionRecord, ids: list[int], holder: str) -> Any:
+async def commit(store: Store, session: SessionRecord, ids: list[int], holder: str) -> Any:
     return await store.archive_and_compact(
         session,
         [summary("[CONTEXT COMPACTION] the gist"), NewMessage("user", "kept", 3)],
@@ -151,25 +152,69 @@ async def test_crash_between_any_two_steps_of_the_commit_leaves_the_old_session_
             assert await snapshot(store, session.id) == after
 
 
-async def test_losing_commit_changes_nothing(tmp_path: Path) -> None:
-    clock = ManualClock()
-    async with SqliteStore(tmp_path / "s.db", clock=clock) as store:
-        session, ids = await seeded(store)
-        holder = new_lock_holder("manual")
-        assert await store.acquire_lock(session.id, holder, 300)
-        assert await commit(store, session, ids, holder) is not None
-        after = await snapshot(store, session.id)
-        stale = session  # the version the loser read
-        assert await store.acquire_lock(session.id, holder, 300)
-        assert await commit(store, stale, ids, holder) is None
-        assert (await snapshot(store, session.id))[:3] == after[:3]
+async def test_losing_commit_changes_nothing(store: Store) -> None:
+    session, ids = await seeded(store)
+    holder = new_lock_holder("manual")
+    assert await store.acquire_lock(session.id, holder, 300)
+    assert await commit(store, session, ids, holder) is not None
+    after = await snapshot(store, session.id)
+    stale = session  # the version the loser read
+    assert await store.acquire_lock(session.id, holder, 300)
+    assert await commit(store, stale, ids, holder) is None
+    assert await snapshot(store, session.id) == (*after[:3], holder)
+
+
+async def test_commit_of_a_holder_whose_lease_was_taken_over_changes_nothing(
+    store: Store, clock: ManualClock
+) -> None:
+    session, ids = await seeded(store)
+    before = await snapshot(store, session.id)
+    assert await store.acquire_lock(session.id, "slow", 300)
+    clock.advance(301)  # the slow holder's lease expires and another worker takes it
+    assert await store.acquire_lock(session.id, "next", 300)
+    assert await commit(store, session, ids, "slow") is None
+    assert await snapshot(store, session.id) == (*before[:3], "next")
+    # The new owner's commit, at the same version, lands whole and frees its lease.
+    landed = await commit(store, session, ids, "next")
+    assert landed is not None and landed.version == session.version + 1
+    after = await snapshot(store, session.id)
+    assert after[0].compressor.compression_count == 1 and after[0].system_prompt is not None
+    assert after[2] == ["compressed"] and after[3] is None
+    assert [kind for _, _, _, kind in after[1]][:1] == ["summary"]
+    assert (after[0].active_tokens, after[0].active_messages) == await store.recount(session.id)
+
+
+async def test_commit_applies_the_state_delta_to_the_freshest_state(store: Store) -> None:
+    session, ids = await seeded(store)
+    # A turn writes its own field after the compaction read the session.
+    written = await store.apply_state_delta(
+        session.id, session.version, lambda s: replace(s, failure_streak=2)
+    )
+    assert written is not None and written.failure_streak == 2
+    holder = new_lock_holder("manual")
+    assert await commit(store, session, ids, holder) is None  # no lease taken: refused
+    assert await store.acquire_lock(session.id, holder, 300)
+    landed = await store.archive_and_compact(
+        session,
+        [summary("the gist")],
+        ids[8],
+        state=lambda s: replace(s, compression_count=s.compression_count + 1),
+        holder=holder,
+    )
+    assert landed is not None and landed.inserted_ids
+    fresh = await store.get_session(session.id)
+    # The commit's delta ran on the stored state, so the turn's write survives it.
+    assert (fresh.compressor.compression_count, fresh.compressor.failure_streak) == (1, 2)
+    # A delta against the version the compaction replaced writes nothing.
+    assert await store.apply_state_delta(session.id, session.version, lambda s: s) is None
+    assert (await store.get_session(session.id)).compressor == fresh.compressor
 
 
 @dataclass
 class FailingRenewals:
     """A store whose lease renewal raises "database is locked" once `fail` is set."""
 
-    inner: SqliteStore
+    inner: Store
     fail: asyncio.Event = field(default_factory=asyncio.Event)
     after_commit: asyncio.Event = field(default_factory=asyncio.Event)
     raised: asyncio.Event = field(default_factory=asyncio.Event)
@@ -198,61 +243,59 @@ async def never(_seconds: float) -> None:
     await asyncio.Event().wait()
 
 
-async def test_renewal_failure_after_the_commit_raises_nothing(tmp_path: Path) -> None:
-    clock = ManualClock()
-    async with SqliteStore(tmp_path / "s.db", clock=clock) as raw:
-        session, _ = await seeded(raw)
-        store = FailingRenewals(raw)
-        store.after_commit.set()
-        summarizer = GatedSummarizer()
-        summarizer.release.set()
-        compactor = SessionCompactor(
-            store,  # type: ignore[arg-type]
-            counter_for(None),
-            summarizer.factory,
-            clock=clock,
-            leases=StoreLeases(store, ttl_seconds=300, sleep=immediate),  # type: ignore[arg-type]
-            sleep=immediate,
-        )
-        report = await compactor.compact(
-            session.id, trigger="manual", settings=SETTINGS, system_prompt="s", force=True
-        )
-        assert report.outcome == "compressed", report
-        assert await raw.lock_holder(session.id) is None
-        assert [e.outcome for e in await raw.list_compression_events()] == ["compressed"]
+async def test_renewal_failure_after_the_commit_raises_nothing(
+    store: Store, clock: ManualClock
+) -> None:
+    session, _ = await seeded(store)
+    leased = FailingRenewals(store)
+    leased.after_commit.set()
+    summarizer = GatedSummarizer()
+    summarizer.release.set()
+    compactor = SessionCompactor(
+        leased,  # type: ignore[arg-type]
+        counter_for(None),
+        summarizer.factory,
+        clock=clock,
+        leases=StoreLeases(leased, ttl_seconds=300, sleep=immediate),  # type: ignore[arg-type]
+        sleep=immediate,
+    )
+    report = await compactor.compact(
+        session.id, trigger="manual", settings=SETTINGS, system_prompt="s", force=True
+    )
+    assert report.outcome == "compressed", report
+    assert await store.lock_holder(session.id) is None
+    assert [e.outcome for e in await store.list_compression_events()] == ["compressed"]
 
 
 async def test_renewal_failure_before_the_commit_stops_the_compaction_cleanly(
-    tmp_path: Path,
+    store: Store, clock: ManualClock
 ) -> None:
-    clock = ManualClock()
-    async with SqliteStore(tmp_path / "s.db", clock=clock) as raw:
-        session, _ = await seeded(raw)
-        before = await snapshot(raw, session.id)
-        store = FailingRenewals(raw)
-        summarizer = GatedSummarizer()  # never released: the summary hangs
-        compactor = SessionCompactor(
-            store,  # type: ignore[arg-type]
-            counter_for(None),
-            summarizer.factory,
-            clock=clock,
-            leases=StoreLeases(store, ttl_seconds=300, sleep=immediate),  # type: ignore[arg-type]
-            sleep=immediate,
+    session, _ = await seeded(store)
+    before = await snapshot(store, session.id)
+    leased = FailingRenewals(store)
+    summarizer = GatedSummarizer()  # never released: the summary hangs
+    compactor = SessionCompactor(
+        leased,  # type: ignore[arg-type]
+        counter_for(None),
+        summarizer.factory,
+        clock=clock,
+        leases=StoreLeases(leased, ttl_seconds=300, sleep=immediate),  # type: ignore[arg-type]
+        sleep=immediate,
+    )
+    task = asyncio.create_task(
+        compactor.compact(
+            session.id, trigger="manual", settings=SETTINGS, system_prompt="s", force=True
         )
-        task = asyncio.create_task(
-            compactor.compact(
-                session.id, trigger="manual", settings=SETTINGS, system_prompt="s", force=True
-            )
-        )
-        await summarizer.started.wait()
-        store.fail.set()
-        report = await task
-        assert (report.outcome, report.error) == ("error", "lease lost")
-        session_after, rows, _, holder = await snapshot(raw, session.id)
-        assert (session_after, rows, holder) == (before[0], before[1], None)
+    )
+    await summarizer.started.wait()
+    leased.fail.set()
+    report = await task
+    assert (report.outcome, report.error) == ("error", "lease lost")
+    session_after, rows, _, holder = await snapshot(store, session.id)
+    assert (session_after, rows, holder) == (before[0], before[1], None)
 
 
-async def test_stale_lease_of_a_dead_process_is_reclaimed_at_startup(tmp_path: Path) -> None:
+async def test_stale_lease_of_a_dead_process_is_reclaimed_at_startup(store: Store) -> None:
     dead = subprocess.run(  # noqa: ASYNC221 (a process that has exited: its pid is free)
         [sys.executable, "-c", "import os; print(os.getpid())"],
         check=True,
@@ -260,24 +303,22 @@ async def test_stale_lease_of_a_dead_process_is_reclaimed_at_startup(tmp_path: P
         text=True,
     )
     dead_pid = int(dead.stdout)
-    clock = ManualClock()
-    async with SqliteStore(tmp_path / "s.db", clock=clock) as store:
-        first = await store.active_session("test:a")
-        second = await store.active_session("test:b")
-        host = new_lock_holder("x").split(":")[0]
-        assert await store.acquire_lock(first.id, f"{host}:{dead_pid}:hygiene:1", 300)
-        assert await store.acquire_lock(second.id, "other-host:1:hygiene:1", 300)
-        assert await StoreLeases(store).reclaim_dead() == 1
-        assert await store.lock_holder(first.id) is None
-        # Another host's holder may be alive: only its expiry frees the session.
-        assert await store.lock_holder(second.id) == "other-host:1:hygiene:1"
+    first = await store.active_session("test:a")
+    second = await store.active_session("test:b")
+    host = new_lock_holder("x").split(":")[0]
+    assert await store.acquire_lock(first.id, f"{host}:{dead_pid}:hygiene:1", 300)
+    assert await store.acquire_lock(second.id, "other-host:1:hygiene:1", 300)
+    assert await StoreLeases(store).reclaim_dead() == 1
+    assert await store.lock_holder(first.id) is None
+    # Another host's holder may be alive: only its expiry frees the session.
+    assert await store.lock_holder(second.id) == "other-host:1:hygiene:1"
 
 
 @dataclass
 class CrashingCalls:
     """The real store, except that its `crash_at`-th call (of any method) raises."""
 
-    inner: SqliteStore
+    inner: Store
     crash_at: int | None = None
     calls: list[str] = field(default_factory=list)
 
@@ -297,9 +338,8 @@ class CrashingCalls:
 
 
 async def test_crash_between_any_two_steps_of_a_compaction_leaves_old_or_new_whole(
-    tmp_path: Path,
+    open_fresh_store: FreshStore, clock: ManualClock
 ) -> None:
-    clock = ManualClock()
     summarizer = GatedSummarizer()
     summarizer.release.set()
 
@@ -313,12 +353,10 @@ async def test_crash_between_any_two_steps_of_a_compaction_leaves_old_or_new_who
             sleep=never,  # the renewer never wakes: only the compaction's own steps are counted
         )
 
-    template = tmp_path / "template.db"
-    async with SqliteStore(template, clock=clock) as raw:
+    # Every run starts from its own store seeded alike, so the same ids and totals.
+    async with open_fresh_store() as raw:
         session, _ = await seeded(raw)
         before = (await snapshot(raw, session.id))[:2]
-    shutil.copy(template, tmp_path / "clean.db")
-    async with SqliteStore(tmp_path / "clean.db", clock=clock) as raw:
         clean = CrashingCalls(raw)
         report = await compactor_on(clean).compact(
             session.id, trigger="manual", settings=SETTINGS, system_prompt="s", force=True
@@ -328,9 +366,8 @@ async def test_crash_between_any_two_steps_of_a_compaction_leaves_old_or_new_who
     steps = len(clean.calls)
     assert "archive_and_compact" in clean.calls and steps >= 5
     for crash_at in range(steps):
-        path = tmp_path / f"steps-{crash_at}.db"
-        shutil.copy(template, path)
-        async with SqliteStore(path, clock=clock) as raw:
+        async with open_fresh_store() as raw:
+            await seeded(raw)
             store = CrashingCalls(raw, crash_at)
             with contextlib.suppress(InjectedCrash):
                 await compactor_on(store).compact(

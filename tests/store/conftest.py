@@ -25,6 +25,8 @@ BACKENDS = ("sqlite", "postgresql")
 INTEGRITY_ERRORS = (sqlite3.IntegrityError, asyncpg.IntegrityConstraintViolationError)
 
 FreshStore = Callable[[], AbstractAsyncContextManager[Store]]
+# Another store on the same database as the one given: what a second process would open.
+SameStore = Callable[[Store], AbstractAsyncContextManager[Store]]
 
 
 @dataclass
@@ -51,22 +53,54 @@ def backend(request: pytest.FixtureRequest) -> str:
 
 
 @pytest.fixture
-def open_fresh_store(backend: str, tmp_path: Path, clock: ManualClock) -> FreshStore:
+def locations() -> dict[int, Path | str]:
+    """Where each store `open_fresh_store` opened lives (file or DSN), by the store's id()."""
+    return {}
+
+
+@pytest.fixture
+def open_fresh_store(
+    backend: str, tmp_path: Path, clock: ManualClock, locations: dict[int, Path | str]
+) -> FreshStore:
     numbers = itertools.count()
 
     @asynccontextmanager
     async def fresh() -> AsyncIterator[Store]:
         if backend == "sqlite":
-            async with SqliteStore(tmp_path / f"store-{next(numbers)}.db", clock=clock) as opened:
+            path = tmp_path / f"store-{next(numbers)}.db"
+            async with SqliteStore(path, clock=clock) as opened:
+                locations[id(opened)] = path
                 yield opened
             return
         async with (
             postgres_server.fresh_schema(postgres_server.base_dsn()) as dsn,
             PostgresStore(dsn, clock=clock) as opened,
         ):
+            locations[id(opened)] = dsn
             yield opened
 
     return fresh
+
+
+@pytest.fixture
+def open_same_store(
+    backend: str, clock: ManualClock, locations: dict[int, Path | str]
+) -> SameStore:
+    @asynccontextmanager
+    async def same(store: Store) -> AsyncIterator[Store]:
+        location = locations[id(store)]
+        other: Store
+        if backend == "sqlite":
+            other = SqliteStore(location, clock=clock)
+        else:
+            other = PostgresStore(str(location), clock=clock)
+        await other.open()
+        try:
+            yield other
+        finally:
+            await other.close()
+
+    return same
 
 
 @pytest.fixture

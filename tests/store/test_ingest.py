@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from bot.store import SqliteStore
+from bot.store import Store
 from bot.store.base import IngestItem, NewMessage
 from tests.store.factories import user
 
@@ -14,7 +14,7 @@ def item(update_id: str | None, text: str | None, *, chat: str = "test:g1") -> I
     return IngestItem("test", update_id, chat, None, message, title="G1")
 
 
-async def test_batch_stores_in_order_with_a_result_per_item(store: SqliteStore) -> None:
+async def test_batch_stores_in_order_with_a_result_per_item(store: Store) -> None:
     results = await store.ingest(
         [item("1", "a"), item("2", "b"), item("1", "a again"), item("3", None), item(None, "c")]
     )
@@ -30,7 +30,7 @@ async def test_batch_stores_in_order_with_a_result_per_item(store: SqliteStore) 
     assert (await store.ingest([item("2", "b")]))[0].duplicate
 
 
-async def test_batch_spanning_chats_keeps_each_chats_totals(store: SqliteStore) -> None:
+async def test_batch_spanning_chats_keeps_each_chats_totals(store: Store) -> None:
     await store.ingest([item("1", "a"), item("2", "x", chat="test:g2"), item("3", "b")])
     for key, count in (("test:g1", 2), ("test:g2", 1)):
         session = await store.active_session(key)
@@ -40,7 +40,7 @@ async def test_batch_spanning_chats_keeps_each_chats_totals(store: SqliteStore) 
 
 
 async def test_failed_batch_marks_nothing_processed_and_stores_nothing(
-    store: SqliteStore,
+    store: Store,
 ) -> None:
     bad = IngestItem("test", "2", "test:g1", None, NewMessage("user", object(), 1))
     with pytest.raises(TypeError):

@@ -58,3 +58,13 @@ async def test_renew_extends_only_a_live_lock_of_its_holder(
 
     clock.advance(2)
     assert not await store.renew_lock(1, "owner", TTL_SECONDS)
+
+
+async def test_list_locks_shows_every_row_expired_or_not(store: Store, clock: ManualClock) -> None:
+    assert await store.list_locks() == []
+    assert await store.acquire_lock(2, "second", TTL_SECONDS)
+    clock.advance(TTL_SECONDS + 1)  # the lease of "second" expires; it is still listed
+    assert await store.acquire_lock(1, "first", TTL_SECONDS)
+    locks = await store.list_locks()
+    assert [(lock.session_id, lock.holder) for lock in locks] == [(1, "first"), (2, "second")]
+    assert [lock.expires_at for lock in locks] == [clock.now + TTL_SECONDS, clock.now - 1]

@@ -88,3 +88,18 @@ async def test_finds_text_inside_list_content_and_tool_calls(store: Store) -> No
 
     assert len(await store.search("console:room", "diagram")) == 1
     assert len(await store.search("console:room", "budget.xlsx")) == 1
+
+
+async def test_list_content_is_searched_by_its_text_parts_only(store: Store) -> None:
+    session = await store.active_session("console:room")
+    parts = [
+        {"type": "text", "text": "see the chart"},
+        {"type": "image_url", "image_url": {"url": "data:image/png;base64,QUJD"}},
+    ]
+    await store.append_messages(session.id, [NewMessage(role="user", content=parts, tokens=900)])
+
+    assert len(await store.search("console:room", "chart")) == 1
+    assert len(await store.search("console:room", "he")) == 1  # a short needle: the scan
+    # The JSON around the text (keys, an image's data) is not what anyone said.
+    for needle in ("image_url", "base64", "QUJD", "ty", "ur"):
+        assert await store.search("console:room", needle) == [], needle

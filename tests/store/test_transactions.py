@@ -45,3 +45,21 @@ async def test_cancelled_write_does_not_wedge_the_writer(store: Store) -> None:
     await store.append_messages(session.id, [user("after cancel")])
     after = await store.get_session(session.id)
     assert (after.active_tokens, after.active_messages) == await store.recount(session.id)
+
+
+async def test_append_batch_writes_every_session_or_none(store: Store) -> None:
+    first = await store.active_session("console:a")
+    second = await store.active_session("console:b")
+    broken = NewMessage(role="user", content="x", tokens=1, kind="bogus")  # type: ignore[arg-type]
+    with pytest.raises(INTEGRITY_ERRORS):
+        await store.append_batch([(first.id, [user("lost", 3)]), (second.id, [broken])])
+    assert await store.load_active(first.id) == []
+    assert (await store.get_session(first.id)).active_messages == 0
+
+    ids = await store.append_batch(
+        [(first.id, [user("a1", 3), user("a2", 4)]), (second.id, []), (first.id, [user("a3")])]
+    )
+    assert [len(batch) for batch in ids] == [2, 0, 1]
+    assert [m.id for m in await store.load_active(first.id)] == [*ids[0], *ids[2]]
+    assert await store.recount(first.id) == (12, 3)
+    assert (await store.get_session(first.id)).active_tokens == 12

@@ -7,7 +7,7 @@ from typing import Any
 from bot.compaction import SessionCompactor
 from bot.llm import LLMResponse, ToolCall
 from bot.runner import AgentRunner, TurnRequest
-from bot.store import NewMessage, SqliteStore
+from bot.store import NewMessage, Store
 from bot.working_set import WorkingSet
 from compression import CompressorConfig
 from compression.tokens import counter_for
@@ -41,7 +41,7 @@ async def _prompt(_chat_key: str) -> str:
     return "system prompt"
 
 
-async def _turn(runner: AgentRunner, store: SqliteStore, session_id: int, text: str) -> str | None:
+async def _turn(runner: AgentRunner, store: Store, session_id: int, text: str) -> str | None:
     (anchor,) = await store.append_messages(session_id, [user(text)])
     request = TurnRequest(
         session_id=session_id,
@@ -55,7 +55,7 @@ async def _turn(runner: AgentRunner, store: SqliteStore, session_id: int, text: 
     return (await runner.run_turn(request)).reply
 
 
-async def test_turns_and_tool_rounds_do_not_reload_the_transcript(store: SqliteStore) -> None:
+async def test_turns_and_tool_rounds_do_not_reload_the_transcript(store: Store) -> None:
     session = await store.active_session("console:room")
     await store.append_messages(session.id, [user("the deploy is on friday"), assistant("ok")])
     llm, working_set, counter = ToolThenReplyLLM(), WorkingSet(store), counter_for(None)

@@ -2,19 +2,17 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
-from bot.store import SqliteStore
+from bot.store import Store
 from bot.working_set import WorkingSet
-from tests.store.conftest import ManualClock
+from tests.store.conftest import SameStore
 from tests.store.factories import assistant, summary, user
 
 
-async def _view(ws: WorkingSet, store: SqliteStore, session_id: int) -> list:
+async def _view(ws: WorkingSet, store: Store, session_id: int) -> list:
     return list((await ws.active(await store.get_session(session_id))).rows)
 
 
-async def test_working_set_equals_a_fresh_load_after_appends(store: SqliteStore) -> None:
+async def test_working_set_equals_a_fresh_load_after_appends(store: Store) -> None:
     session = await store.active_session("console:room")
     await store.append_messages(session.id, [user("hi"), assistant("hello")])
     ws = WorkingSet(store)
@@ -26,7 +24,7 @@ async def test_working_set_equals_a_fresh_load_after_appends(store: SqliteStore)
 
 
 async def test_working_set_equals_a_fresh_load_after_a_compaction_commit(
-    store: SqliteStore,
+    store: Store,
 ) -> None:
     session = await store.active_session("console:room")
     ids = await store.append_messages(session.id, [user(f"m{n}") for n in range(6)])
@@ -45,20 +43,14 @@ async def test_working_set_equals_a_fresh_load_after_a_compaction_commit(
 
 
 async def test_a_compaction_by_another_connection_invalidates_the_copy(
-    tmp_path: Path, clock: ManualClock
+    store: Store, open_same_store: SameStore
 ) -> None:
-    # Two connections to one SQLite file stand for two processes.
-    async with SqliteStore(tmp_path / "shared.db", clock=clock) as store:
-        await _compacted_behind_our_back(store, tmp_path / "shared.db", clock)
-
-
-async def _compacted_behind_our_back(store: SqliteStore, path: Path, clock: ManualClock) -> None:
     session = await store.active_session("console:room")
     ids = await store.append_messages(session.id, [user(f"m{n}") for n in range(4)])
     ws = WorkingSet(store)
     await _view(ws, store, session.id)
     # Another process (the operator CLI) compacts to the same row count behind our back.
-    async with SqliteStore(path, clock=clock) as other:
+    async with open_same_store(store) as other:
         fresh = await other.get_session(session.id)
         stale_count = fresh.active_messages
         commit = await other.archive_and_compact(
@@ -74,7 +66,7 @@ async def _compacted_behind_our_back(store: SqliteStore, path: Path, clock: Manu
     assert ws.loads == 2
 
 
-async def test_a_view_does_not_change_when_rows_are_appended(store: SqliteStore) -> None:
+async def test_a_view_does_not_change_when_rows_are_appended(store: Store) -> None:
     session = await store.active_session("console:room")
     await store.append_messages(session.id, [user("one")])
     ws = WorkingSet(store)
@@ -89,7 +81,7 @@ async def test_a_view_does_not_change_when_rows_are_appended(store: SqliteStore)
     assert view.request("sys", 1) == [system, one]  # the older view ends where it ended
 
 
-async def test_a_turn_request_keeps_its_prefix_and_own_rows(store: SqliteStore) -> None:
+async def test_a_turn_request_keeps_its_prefix_and_own_rows(store: Store) -> None:
     session = await store.active_session("console:room")
     ids = await store.append_messages(session.id, [user("q"), user("other"), assistant("mine")])
     view = await WorkingSet(store).active(await store.get_session(session.id))
@@ -97,7 +89,7 @@ async def test_a_turn_request_keeps_its_prefix_and_own_rows(store: SqliteStore) 
     assert [m["content"] for m in request] == ["sys", "[alice] q", "mine"]
 
 
-async def test_least_recently_used_sessions_are_dropped(store: SqliteStore) -> None:
+async def test_least_recently_used_sessions_are_dropped(store: Store) -> None:
     ws = WorkingSet(store, max_sessions=2)
     sessions = [await store.active_session(f"console:room{n}") for n in range(3)]
     for session in sessions:

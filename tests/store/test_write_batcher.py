@@ -7,7 +7,7 @@ from collections.abc import Sequence
 
 import pytest
 
-from bot.store import SqliteStore
+from bot.store import Store
 from bot.store.write_batcher import BatchedAppends, BatcherClosed, WriteBatcher
 from tests.store.factories import user
 
@@ -95,7 +95,7 @@ async def test_a_closed_batcher_refuses_new_items_after_writing_the_queued_ones(
 
 
 async def test_batched_appends_from_many_sessions_commit_in_one_transaction(
-    store: SqliteStore,
+    store: Store,
 ) -> None:
     sessions = [await store.active_session(f"console:room{n}") for n in range(4)]
     appends = BatchedAppends(store)

@@ -1,0 +1,396 @@
+"""The PostgreSQL store's multi-step writes, each ONE transaction: ingest, compaction, deltas.
+
+Method for method bot/store/sqlite_writes.py in PostgreSQL's dialect. Every write of a session
+takes the session row's lock first (`FOR UPDATE` or an UPDATE of it), so writers of one session
+are ordered and each sees the other's committed rows and version.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any
+
+from bot.store import postgres_rows, rows
+from bot.store.base import (
+    CompactionCommit,
+    CompressionEvent,
+    IngestItem,
+    IngestResult,
+    NewMessage,
+    SessionNotFound,
+    SessionRecord,
+    StateDelta,
+)
+from bot.store.postgres_bookkeeping import INSERT_EVENT_SQL, mark_processed, prune_processed
+from bot.store.postgres_database import PostgresDatabase, affected
+from bot.store.sqlite_writes import event_params
+from compression.state import CompressorState
+
+if TYPE_CHECKING:
+    from bot.store.postgres_database import PooledConnection
+
+log = logging.getLogger(__name__)
+
+OPEN_SESSION_SQL = (
+    "SELECT * FROM sessions WHERE chat_key = $1 AND scope_user IS NOT DISTINCT FROM $2"
+    " AND ended_at IS NULL"
+)
+COUNT_ACTIVE_SQL = (
+    "SELECT coalesce(sum(tokens), 0), count(*) FROM messages WHERE session_id = $1 AND active"
+)
+UPSERT_CHAT_SQL = (
+    "INSERT INTO chats(key, platform, title, parent_key, is_group, created_at)"
+    " VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT(key) DO UPDATE SET"
+    " title = coalesce(excluded.title, chats.title),"
+    " parent_key = coalesce(excluded.parent_key, chats.parent_key),"
+    " is_group = excluded.is_group"
+)
+_ADD_TOTALS_SQL = (
+    "UPDATE sessions SET active_tokens = active_tokens + $1,"
+    " active_messages = active_messages + $2, last_activity_at = $3 WHERE id = $4"
+)
+_STATE_ASSIGNMENTS = ", ".join(
+    f"{column} = ${n}" for n, column in enumerate(rows.STATE_COLUMNS, start=1)
+)
+WRITE_STATE_SQL = (
+    f"UPDATE sessions SET {_STATE_ASSIGNMENTS} WHERE id = ${len(rows.STATE_COLUMNS) + 1}"
+)
+
+
+class PostgresWrites:
+    """Mixin of `PostgresStore`: the writes that must be atomic across several tables."""
+
+    _db: PostgresDatabase
+    _clock: Callable[[], float]
+    _last_prune: float = 0.0
+
+    async def ingest(self, items: Sequence[IngestItem]) -> list[IngestResult]:
+        if not items:
+            return []
+        now = self._clock()
+        results, self._last_prune = await self._db.retried(
+            lambda conn: self._ingest(conn, items, now)
+        )
+        return results
+
+    async def _ingest(
+        self, conn: PooledConnection, items: Sequence[IngestItem], now: float
+    ) -> tuple[list[IngestResult], float]:
+        """The results, and the last-prune time once this attempt commits."""
+        results: list[IngestResult] = []
+        # Per session of the batch: its row, its next seq, what the batch added.
+        open_sessions: dict[tuple[str, str | None], _Appending] = {}
+        for item in items:
+            if item.update_id is not None and not await mark_processed(
+                conn, item.platform, item.update_id, now
+            ):
+                results.append(IngestResult(duplicate=True))
+                continue
+            if item.upsert_chat:
+                await conn.execute(
+                    UPSERT_CHAT_SQL,
+                    item.chat_key,
+                    item.platform,
+                    item.title,
+                    item.parent_key,
+                    item.is_group,
+                    now,
+                )
+            appending = await _appending(conn, item, now, open_sessions)
+            results.append(await appending.add(conn, item.message, now))
+        for appending in open_sessions.values():
+            await appending.flush(conn, now)
+        return results, await prune_processed(conn, now, self._last_prune)
+
+    async def append_messages(self, session_id: int, messages: Sequence[NewMessage]) -> list[int]:
+        return (await self.append_batch([(session_id, messages)]))[0]
+
+    async def append_batch(
+        self, items: Sequence[tuple[int, Sequence[NewMessage]]]
+    ) -> list[list[int]]:
+        """`append_messages` for several sessions in one transaction (all or nothing)."""
+        now = self._clock()
+
+        async def append_all(conn: PooledConnection) -> list[list[int]]:
+            return [await _append(conn, sid, messages, now) for sid, messages in items]
+
+        return await self._db.retried(append_all)
+
+    async def apply_state_delta(
+        self, session_id: int, expected_version: int, delta: StateDelta
+    ) -> CompressorState | None:
+        async with self._db.transaction() as conn:
+            row: Any = await conn.fetchrow(
+                "SELECT * FROM sessions WHERE id = $1 FOR UPDATE", session_id
+            )
+            if row is None:
+                raise SessionNotFound(session_id)
+            if row["version"] != expected_version:
+                return None
+            state = delta(rows.session_from_row(row).compressor)
+            await write_state(conn, session_id, state)
+        return state
+
+    async def archive_and_compact(
+        self,
+        session: SessionRecord,
+        compacted: Sequence[NewMessage],
+        watermark: int | None,
+        *,
+        state: StateDelta | None = None,
+        system_prompt: str | None = None,
+        event: CompressionEvent | None = None,
+        holder: str | None = None,
+    ) -> CompactionCommit | None:
+        sid = session.id
+        now = self._clock()
+        async with self._db.transaction() as conn:
+            current = await _may_commit(conn, session, holder, now)
+            if current is None:
+                return None
+            archived, inserted_ids = 0, tuple[int, ...]()
+            if watermark is not None:
+                moved = await _replace_up_to(conn, sid, watermark, compacted, now)
+                if moved is None:
+                    log.info(
+                        "compaction watermark is gone (chat=%s session=%d)", session.chat_key, sid
+                    )
+                    return None
+                archived, inserted_ids = moved
+            tokens, count = await count_active(conn, sid)
+            version = session.version + 1
+            await conn.execute(
+                "UPDATE sessions SET active_tokens = $1, active_messages = $2, version = $3"
+                " WHERE id = $4",
+                tokens,
+                count,
+                version,
+                sid,
+            )
+            if state is not None:
+                # The row is locked since `_may_commit`, so its state is the freshest there is.
+                await write_state(conn, sid, state(current.compressor))
+            if system_prompt is not None:
+                await conn.execute(
+                    "UPDATE sessions SET system_prompt = $1 WHERE id = $2", system_prompt, sid
+                )
+            if event is not None:
+                await conn.execute(INSERT_EVENT_SQL, *event_params(event))
+            if holder is not None:
+                await conn.execute(
+                    "DELETE FROM compression_locks WHERE session_id = $1 AND holder = $2",
+                    sid,
+                    holder,
+                )
+        return CompactionCommit(
+            archived=archived,
+            inserted=len(inserted_ids),
+            active_tokens=tokens,
+            active_messages=count,
+            version=version,
+            inserted_ids=inserted_ids,
+        )
+
+
+async def _may_commit(
+    conn: PooledConnection, session: SessionRecord, holder: str | None, now: float
+) -> SessionRecord | None:
+    """The locked session row when the commit may go ahead; None when it was fenced out."""
+    # Compare-and-set: the row lock makes a concurrent commit wait, then see our version.
+    row: Any = await conn.fetchrow("SELECT * FROM sessions WHERE id = $1 FOR UPDATE", session.id)
+    if row is None:
+        raise SessionNotFound(session.id)
+    if row["version"] != session.version:
+        log.info(
+            "compaction fenced out (chat=%s session=%d expected_version=%d version=%d)",
+            session.chat_key,
+            session.id,
+            session.version,
+            row["version"],
+        )
+        return None
+    if holder is not None:
+        # Locked too, so an acquirer reclaiming the lease after expiry waits for this commit.
+        lock = await conn.fetchval(
+            "SELECT 1 FROM compression_locks"
+            " WHERE session_id = $1 AND holder = $2 AND expires_at > $3 FOR UPDATE",
+            session.id,
+            holder,
+            now,
+        )
+        if lock is None:
+            log.info("compaction lease lost (chat=%s session=%d)", session.chat_key, session.id)
+            return None
+    return rows.session_from_row(row)
+
+
+async def _appending(
+    conn: PooledConnection,
+    item: IngestItem,
+    now: float,
+    open_sessions: dict[tuple[str, str | None], _Appending],
+) -> _Appending:
+    scope = (item.chat_key, item.scope_user)
+    appending = open_sessions.get(scope)
+    if appending is None:
+        row: Any = await conn.fetchrow(OPEN_SESSION_SQL + " FOR UPDATE", *scope)
+        if row is None:
+            row = await start_session(conn, item.chat_key, item.scope_user, now)
+        session = rows.session_from_row(row)
+        appending = _Appending(session, await max_seq(conn, session.id))
+        open_sessions[scope] = appending
+    return appending
+
+
+@dataclass(slots=True)
+class _Appending:
+    """One session's share of an ingest batch: rows go in at once, totals once at the end."""
+
+    session: SessionRecord
+    seq: int
+    tokens: int = 0
+    messages: int = 0
+
+    async def add(
+        self, conn: PooledConnection, message: NewMessage | None, now: float
+    ) -> IngestResult:
+        message_id = None
+        if message is not None:
+            self.seq += 1
+            message_id = int(
+                await conn.fetchval(
+                    postgres_rows.INSERT_MESSAGE_SQL + " RETURNING id",
+                    *postgres_rows.message_params(message, self.session.id, self.seq, now),
+                )
+            )
+            self.tokens += message.tokens
+            self.messages += 1
+        session = replace(
+            self.session,
+            active_tokens=self.session.active_tokens + self.tokens,
+            active_messages=self.session.active_messages + self.messages,
+            last_activity_at=now if self.messages else self.session.last_activity_at,
+        )
+        return IngestResult(False, session, message_id)
+
+    async def flush(self, conn: PooledConnection, now: float) -> None:
+        if self.messages:
+            await conn.execute(_ADD_TOTALS_SQL, self.tokens, self.messages, now, self.session.id)
+
+
+async def _append(
+    conn: PooledConnection, session_id: int, messages: Sequence[NewMessage], now: float
+) -> list[int]:
+    if not messages:
+        return []
+    # First: the session row's lock orders this insert against other writers of it.
+    status = await conn.execute(
+        _ADD_TOTALS_SQL, sum(m.tokens for m in messages), len(messages), now, session_id
+    )
+    if affected(status) != 1:
+        raise SessionNotFound(session_id)
+    return await _insert_after_max(conn, session_id, messages, now)
+
+
+async def _insert_after_max(
+    conn: PooledConnection, session_id: int, messages: Sequence[NewMessage], now: float
+) -> list[int]:
+    """Insert after the session's last seq; the new ids in order (the caller holds the row lock)."""
+    base = await max_seq(conn, session_id)
+    await conn.executemany(
+        postgres_rows.INSERT_MESSAGE_SQL,
+        [
+            postgres_rows.message_params(m, session_id, base + i + 1, now)
+            for i, m in enumerate(messages)
+        ],
+    )
+    found = await conn.fetch(
+        "SELECT id FROM messages WHERE session_id = $1 AND seq > $2 AND seq <= $3 ORDER BY seq",
+        session_id,
+        base,
+        base + len(messages),
+    )
+    return [int(r[0]) for r in found]
+
+
+async def _replace_up_to(
+    conn: PooledConnection,
+    sid: int,
+    watermark: int,
+    compacted: Sequence[NewMessage],
+    now: float,
+) -> tuple[int, tuple[int, ...]] | None:
+    """Archive active rows up to `watermark`'s position; the compacted set goes in their place."""
+    # The fence is a position in the transcript, not an id: after a compaction the compacted
+    # rows have higher ids than the survivors that follow them.
+    mark = await conn.fetchval(
+        "SELECT seq FROM messages WHERE id = $1 AND session_id = $2 AND active", watermark, sid
+    )
+    if mark is None:
+        return None
+    archived = affected(
+        await conn.execute(
+            "UPDATE messages SET active = FALSE, compacted = TRUE"
+            " WHERE session_id = $1 AND active AND seq <= $2",
+            sid,
+            mark,
+        )
+    )
+    # Rows newer than the watermark arrived while the summary was written: renumber them after
+    # the compacted set so the transcript reads summary, tail, then the newcomers.
+    survivors = await conn.fetch(
+        "SELECT id FROM messages WHERE session_id = $1 AND active ORDER BY seq", sid
+    )
+    inserted = await _insert_after_max(conn, sid, compacted, now) if compacted else []
+    after = await max_seq(conn, sid)
+    await conn.executemany(
+        "UPDATE messages SET seq = $1 WHERE id = $2",
+        [(after + i + 1, r[0]) for i, r in enumerate(survivors)],
+    )
+    return archived, tuple(inserted)
+
+
+async def start_session(
+    conn: PooledConnection, chat_key: str, scope_user: str | None, now: float
+) -> Any:
+    """Open a session unless another worker just did; either way return the open one, locked."""
+    platform = chat_key.split(":", 1)[0]
+    await conn.execute(
+        "INSERT INTO chats(key, platform, created_at) VALUES ($1, $2, $3)"
+        " ON CONFLICT(key) DO NOTHING",
+        chat_key,
+        platform,
+        now,
+    )
+    row = await conn.fetchrow(
+        "INSERT INTO sessions(chat_key, scope_user, started_at, last_activity_at)"
+        " VALUES ($1, $2, $3, $4)"
+        " ON CONFLICT (chat_key, (coalesce(scope_user, ''))) WHERE ended_at IS NULL"
+        " DO NOTHING RETURNING *",
+        chat_key,
+        scope_user,
+        now,
+        now,
+    )
+    if row is None:
+        row = await conn.fetchrow(OPEN_SESSION_SQL + " FOR UPDATE", chat_key, scope_user)
+    return row
+
+
+async def max_seq(conn: PooledConnection, session_id: int) -> int:
+    return int(
+        await conn.fetchval(
+            "SELECT coalesce(max(seq), 0) FROM messages WHERE session_id = $1", session_id
+        )
+    )
+
+
+async def count_active(conn: PooledConnection, session_id: int) -> tuple[int, int]:
+    [row] = await conn.fetch(COUNT_ACTIVE_SQL, session_id)  # an aggregate: always one row
+    return int(row[0]), int(row[1])
+
+
+async def write_state(conn: PooledConnection, session_id: int, state: CompressorState) -> None:
+    await conn.execute(WRITE_STATE_SQL, *postgres_rows.state_params(state), session_id)
