@@ -337,7 +337,8 @@ class Gateway:
             # Stored as members saw it, before it is sent.
             await self._store_reply(session_id, reply)
             if stream is not None:
-                await finish_stream(stream, reply, message.chat_key)
+                if not await finish_stream(stream, reply, message.chat_key):
+                    services.metrics.send_failed(target.platform)
             else:
                 await self._send(adapter, target, reply, own_words=False)
             self._failure_notices.recovered(message.chat_key)

@@ -168,9 +168,12 @@ def open_stream(adapter: object, target: ReplyTarget, *, is_group: bool) -> Repl
     return adapter.open_stream(target, is_group=is_group)
 
 
-async def finish_stream(stream: ReplyStream, text: str, chat_key: str) -> None:
-    """Deliver the final text; a failure is logged (the reply is already in the transcript)."""
+async def finish_stream(stream: ReplyStream, text: str, chat_key: str) -> bool:
+    """Deliver the final text; False (and logged) when it could not be: the reply is already
+    in the transcript."""
     try:
         await stream.finish(text)
     except DeliveryError:
         log.error("streamed reply could not be delivered (chat=%s)", chat_key)
+        return False
+    return True
