@@ -19,12 +19,14 @@ from compression.memory import (
     MemoryEntry,
 )
 
-_COLUMNS = (
+ENTRY_COLUMNS = (
     "session_id, entry_id, kind, text, subject, speaker, date, sources, status, owner, due,"
     " answer, closed_on, superseded_by, origin"
 )
-INSERT_ENTRY_SQL = f"INSERT INTO memory_entries ({_COLUMNS}) VALUES ({', '.join('?' * 15)})"
-SELECT_ENTRIES_SQL = f"SELECT {_COLUMNS} FROM memory_entries WHERE session_id = ? ORDER BY entry_id"
+INSERT_ENTRY_SQL = f"INSERT INTO memory_entries ({ENTRY_COLUMNS}) VALUES ({', '.join('?' * 15)})"
+SELECT_ENTRIES_SQL = (
+    f"SELECT {ENTRY_COLUMNS} FROM memory_entries WHERE session_id = ? ORDER BY entry_id"
+)
 SELECT_REREAD_SQL = "SELECT message_id FROM memory_reread WHERE session_id = ? ORDER BY rowid"
 
 
@@ -32,7 +34,7 @@ async def write_memory(conn: aiosqlite.Connection, session_id: int, memory: Memo
     """Replace the session's memory; called inside an open transaction."""
     await conn.execute("DELETE FROM memory_entries WHERE session_id = ?", (session_id,))
     await conn.execute("DELETE FROM memory_reread WHERE session_id = ?", (session_id,))
-    await conn.executemany(INSERT_ENTRY_SQL, [_params(session_id, e) for e in memory.entries])
+    await conn.executemany(INSERT_ENTRY_SQL, [entry_params(session_id, e) for e in memory.entries])
     await conn.executemany(
         "INSERT OR IGNORE INTO memory_reread (session_id, message_id) VALUES (?, ?)",
         [(session_id, message_id) for message_id in memory.reread],
@@ -43,7 +45,8 @@ def memory_from_rows(entries: Sequence[Any], reread: Sequence[Any]) -> Memory:
     return Memory(tuple(_entry(row) for row in entries), tuple(str(r[0]) for r in reread))
 
 
-def _params(session_id: int, e: MemoryEntry) -> tuple[Any, ...]:
+def entry_params(session_id: int, e: MemoryEntry) -> tuple[Any, ...]:
+    """An entry as `ENTRY_COLUMNS` values (shared with the PostgreSQL store)."""
     return (
         session_id, e.id, e.kind, e.text, e.subject, e.speaker, e.date, json.dumps(e.sources),
         e.status, e.owner, e.due, e.answer, e.closed_on, e.superseded_by, e.origin,

@@ -23,6 +23,8 @@ from bot.store.base import (
 from bot.store.hits import FETCH_FACTOR, clamp_limit, distinct_hits
 from bot.store.postgres_bookkeeping import PostgresBookkeeping
 from bot.store.postgres_database import PostgresDatabase, affected, redacted_dsn
+from bot.store.postgres_memory import load_memory
+from bot.store.postgres_revisions import PostgresRevisions
 from bot.store.postgres_tables import PostgresTables
 from bot.store.postgres_writes import (
     COUNT_ACTIVE_SQL,
@@ -32,12 +34,13 @@ from bot.store.postgres_writes import (
     start_session,
 )
 from bot.store.settings_cache import RawSettingsCache
+from compression.memory import Memory
 from compression.state import CompressorState
 
 log = logging.getLogger(__name__)
 
 
-class PostgresStore(PostgresWrites, PostgresBookkeeping):
+class PostgresStore(PostgresWrites, PostgresBookkeeping, PostgresRevisions):
     """`Store` on a PostgreSQL database (`postgresql://…`; `?search_path=` picks the schema)."""
 
     def __init__(self, dsn: str, *, clock: Callable[[], float] = time.time) -> None:
@@ -258,6 +261,16 @@ class PostgresStore(PostgresWrites, PostgresBookkeeping):
             (chat_key,),
         )
         return int(row[0])
+
+    async def load_messages(self, session_id: int, ids: Sequence[int]) -> list[StoredMessage]:
+        found = await self._db.fetchall(
+            "SELECT * FROM messages WHERE session_id = $1 AND id = ANY($2::bigint[]) ORDER BY id",
+            (session_id, list(dict.fromkeys(ids))),
+        )
+        return [rows.message_from_row(r) for r in found]
+
+    async def load_memory(self, session_id: int) -> Memory:
+        return await load_memory(self._db, session_id)
 
     async def search(self, chat_key: str, query: str, limit: int = 10) -> list[SearchHit]:
         """Messages of every session of the chat, archived included, newest first."""

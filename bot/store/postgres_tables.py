@@ -24,7 +24,8 @@ class PostgresTables:
         self._db = db
 
     async def pages(self, table: CopiedTable) -> AsyncIterator[list[Row]]:
-        order = ", ".join(quoted(c) for c in table.key)
+        first = ("position",) * table.in_insertion_order
+        order = ", ".join(first + tuple(quoted(c) for c in table.key))
         offset = 0
         while True:
             found = await self._db.fetchall(

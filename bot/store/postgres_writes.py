@@ -25,7 +25,9 @@ from bot.store.base import (
 )
 from bot.store.postgres_bookkeeping import INSERT_EVENT_SQL, mark_processed, prune_processed
 from bot.store.postgres_database import PostgresDatabase, affected
+from bot.store.postgres_memory import write_memory
 from bot.store.sqlite_writes import event_params
+from compression.memory import Memory
 from compression.state import CompressorState
 
 if TYPE_CHECKING:
@@ -143,6 +145,7 @@ class PostgresWrites:
         system_prompt: str | None = None,
         event: CompressionEvent | None = None,
         holder: str | None = None,
+        memory: Memory | None = None,
     ) -> CompactionCommit | None:
         sid = session.id
         now = self._clock()
@@ -178,6 +181,8 @@ class PostgresWrites:
                 )
             if event is not None:
                 await conn.execute(INSERT_EVENT_SQL, *event_params(event))
+            if memory is not None:
+                await write_memory(conn, sid, memory)
             if holder is not None:
                 await conn.execute(
                     "DELETE FROM compression_locks WHERE session_id = $1 AND holder = $2",

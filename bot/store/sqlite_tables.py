@@ -13,7 +13,8 @@ class SqliteTables:
         self._db = db
 
     async def pages(self, table: CopiedTable) -> AsyncIterator[list[Row]]:
-        order = ", ".join(quoted(c) for c in table.key)
+        first = ("rowid",) * table.in_insertion_order
+        order = ", ".join(first + tuple(quoted(c) for c in table.key))
         offset = 0
         while True:
             found = await self._db.fetchall(

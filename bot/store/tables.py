@@ -20,6 +20,9 @@ Row = dict[str, Any]
 class CopiedTable:
     name: str
     key: tuple[str, ...]  # the primary key: page order, and what makes a row unique
+    # Rows whose order of insertion is meaningful (SQLite's rowid, PostgreSQL's `position`) are
+    # paged in that order, so the destination inserts them, and numbers them, in it too.
+    in_insertion_order: bool = False
 
 
 # In foreign-key order. Compression locks are not copied: a lease never outlives its process.
@@ -33,6 +36,9 @@ COPIED_TABLES: tuple[CopiedTable, ...] = (
     CopiedTable("processed_updates", ("platform", "update_id")),
     CopiedTable("pins", ("id",)),
     CopiedTable("dead_letters", ("id",)),
+    CopiedTable("memory_entries", ("session_id", "entry_id")),
+    CopiedTable("memory_reread", ("session_id", "message_id"), in_insertion_order=True),
+    CopiedTable("message_revisions", ("id",)),
 )
 
 

@@ -7,6 +7,7 @@ import subprocess
 import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from dataclasses import replace
 from pathlib import Path
 from typing import cast
 from urllib.parse import urlsplit
@@ -15,6 +16,7 @@ import pytest
 
 from bot.store import CompressionEvent, NewMessage, PostgresStore, SqliteStore
 from bot.store.copying import CopyableStore, CopyRefused, copy_store, verify_copy
+from compression.memory import Memory, MemoryEntry
 from compression.state import CompressorState
 from tests import postgres_server
 from tests.store.conftest import ManualClock
@@ -55,7 +57,7 @@ async def _fill(store: CopyableStore, clock: ManualClock) -> None:
     ids = await store.append_messages(
         first.id,
         [
-            user("我们明天部署新版本"),
+            replace(user("我们明天部署新版本"), platform_message_id="41"),
             NewMessage(role="user", content=parts, tokens=900, author_id="9", author_name="Bo"),
             NewMessage(role="assistant", content=None, tokens=9, tool_calls=[call]),
             NewMessage(role="tool", content="ok", tokens=1, tool_call_id="c1", name="read"),
@@ -63,7 +65,14 @@ async def _fill(store: CopyableStore, clock: ManualClock) -> None:
     )
     clock.advance(60)
     await store.append_messages(first.id, [user("arrived while summarising")])
-    assert await store.archive_and_compact(first, [summary("S: deploy tomorrow")], ids[-1])
+    memory = Memory(
+        (MemoryEntry(1, "fact", "Deploys on Tuesday.", sources=(str(ids[0]),)),),
+        reread=(str(ids[1]), str(ids[0])),
+    )
+    assert await store.archive_and_compact(
+        first, [summary("S: deploy tomorrow")], ids[-1], memory=memory
+    )
+    assert await store.edit_platform_message("telegram:-100", "41", "明天部署", 4)
     await store.save_compressor_state(
         first.id, CompressorState(compression_count=1, previous_summary="S", strikes=1)
     )
@@ -92,6 +101,8 @@ async def _snapshot(store: CopyableStore) -> tuple[object, ...]:
         await store.list_pins(chat),
         await store.usage(chat, "2000-01-01"),
         await store.list_compression_events(),
+        [await store.load_memory(s.id) for s in await store.list_sessions()],
+        [await store.message_revisions(m.id) for m in await store.load_history(chat)],
     )
 
 
