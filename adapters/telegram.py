@@ -46,7 +46,7 @@ from adapters.telegram_polling import UpdatePoller
 from adapters.telegram_stream import open_telegram_stream
 from adapters.telegram_webhook import WebhookServer
 from bot.config import Config, TelegramConfig
-from bot.events import Attachment, DeliveryError, InboundMessage, ReplyTarget
+from bot.events import Attachment, DeliveryError, InboundMessage, ReplyTarget, StartupError
 from bot.gateway import Gateway
 from bot.message_changes import apply_edit
 from bot.streaming import ReplyStream
@@ -83,7 +83,7 @@ ADMIN_COMMANDS = (
 )
 
 
-class TelegramStartError(Exception):
+class TelegramStartError(StartupError):
     """Telegram refused the bot at start-up (bad token, unreachable API, webhook refused)."""
 
 

@@ -12,8 +12,10 @@ from collections.abc import Sequence
 from bot import store_cli
 from bot.config import Config, exit_on_config_error, load_config
 from bot.dotenv import read_dotenv
+from bot.events import StartupError
 from bot.log_format import log_handler
 from bot.log_redaction import config_secrets, install_log_redaction
+from bot.store.base import StoreError
 
 log = logging.getLogger("compactbot")
 
@@ -105,6 +107,11 @@ def main(argv: Sequence[str] | None = None) -> None:
         # stdout at devnull so the interpreter's final flush does not raise again.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         code = 0
+    except (StartupError, StoreError, OSError) as exc:
+        # What an operator fixes (a token, a database URL, a port) is one line, not a traceback.
+        log.debug("start-up failed", exc_info=True)
+        print(f"compactbot: could not start: {exc}", file=sys.stderr)
+        code = 1
     sys.exit(code)
 
 

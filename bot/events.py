@@ -88,6 +88,10 @@ class ReplyTarget:
         return chat_key(self.platform, self.chat_id, self.thread_id)
 
 
+class StartupError(Exception):
+    """A platform could not start (bad token, unreachable API): one line for the operator."""
+
+
 class DeliveryError(Exception):
     """The platform refused or could not take a reply after the adapter's own retries."""
 
