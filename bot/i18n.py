@@ -102,6 +102,8 @@ _TEMPLATES: tuple[tuple[str, str], ...] = (
     ("📈 Usage (UTC)", "📈 用量（UTC）"),
     ("Today: {rest}", "今天：{rest}"),
     ("This month: {rest}", "本月：{rest}"),
+    ("The model returned an empty answer. Your message is saved; please ask again.",
+     "模型返回了空回答。你的消息已保存；请再问一次。"),
     # /help
     ("Commands:", "命令："),
     ("/status — context gauge, compactions, memory, breaker state",

@@ -29,6 +29,8 @@ BREAKER_NOTICE = (
     "the context under the limit. Admins can run /compress or /new."
 )
 
+EMPTY_REPLY_TEXT = "The model returned an empty answer. Your message is saved; please ask again."
+
 SystemPromptSource = Callable[[str], Awaitable[str]]
 
 
@@ -125,6 +127,9 @@ class AgentRunner:
                 log.warning("model call failed: %s", type(exc).__name__)
                 return self._result(turn, None, _llm_failure_text(exc))
             if not response.tool_calls:
+                if not (response.content or "").strip():
+                    # Posting "…" for an empty answer tells the asker nothing (issue 13).
+                    return self._result(turn, None, EMPTY_REPLY_TEXT)
                 return self._result(turn, response.content or "", None)
             await self._store_tool_round(turn, response)
             await self._load(turn)

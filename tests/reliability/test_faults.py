@@ -133,14 +133,20 @@ async def test_malformed_empty_rate_limited_and_500_replies_are_survived(tmp_pat
                 assert await stored_questions(app, chat) == [f"m{chat}-0", f"m{chat}-1"]
 
 
-async def test_empty_model_reply_sends_a_placeholder_once_per_message(tmp_path: Path) -> None:
+async def test_empty_model_reply_gets_a_notice_not_a_placeholder(tmp_path: Path) -> None:
     async with FakeOpenAI(by_chat({"empty": Empty()})) as fake:
         config = fault_config(tmp_path, fake.base_url)
         async with running_app(config) as app:
             adapter = RecordingAdapter()
             await ask(app, adapter, "empty", 2)
             await app.gateway.join()
-            assert adapter.texts("empty") == ["…", "…"]
+            texts = adapter.texts("empty")
+            assert "…" not in texts
+            assert_each_failure_noticed(texts, 2)
+            assert (
+                texts[0]
+                == "The model returned an empty answer. Your message is saved; please ask again."
+            )
             assert await stored_questions(app, "empty") == ["mempty-0", "mempty-1"]
 
 
