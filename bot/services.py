@@ -27,6 +27,15 @@ class _Parent(enum.Enum):
 
 # "Read the chat row to find its parent": callers that know the parent pass it (or None).
 LOOK_UP_PARENT = _Parent.LOOK_UP
+RESOLVED_CACHE_MAX_CHATS = 100_000  # bounds memory like the raw settings cache
+
+
+@dataclass(frozen=True, slots=True)
+class _Resolved:
+    raw: dict[str, str]
+    parent_raw: dict[str, str] | None
+    config: Config
+    settings: ChatSettings
 
 
 @dataclass(slots=True)
@@ -47,6 +56,8 @@ class Services:
     summarizer_factory: SummarizerFactory | None = None
     # Windows of the models chats may pick (model.allowed_models), found at start-up.
     model_windows: dict[str, int] = field(default_factory=dict)
+    # Per chat: the raw values and config its settings were resolved from, and the result.
+    _resolved: dict[str, _Resolved] = field(default_factory=dict, init=False, repr=False)
 
     def __post_init__(self) -> None:
         if self.runner is None:
@@ -87,7 +98,21 @@ class Services:
     ) -> ChatSettings:
         """The chat's settings: its own values, else its parent chat's, else operator defaults."""
         raw, parent_raw = await self.raw_settings(chat_key, parent_key)
-        return chat_settings.resolve(raw, parent_raw, self.config)
+        # Resolving is a pure function of these three; comparing them is far cheaper than it,
+        # and a changed value (a /config, another process's write) misses at once.
+        cached = self._resolved.get(chat_key)
+        if (
+            cached is not None
+            and cached.config is self.config
+            and cached.raw == raw
+            and cached.parent_raw == parent_raw
+        ):
+            return cached.settings
+        settings = chat_settings.resolve(raw, parent_raw, self.config)
+        if len(self._resolved) >= RESOLVED_CACHE_MAX_CHATS:
+            self._resolved.clear()
+        self._resolved[chat_key] = _Resolved(raw, parent_raw, self.config, settings)
+        return settings
 
     def window_for(self, settings: ChatSettings) -> int:
         """The context window of the chat's model: thresholds and budgets follow it."""

@@ -10,7 +10,7 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import Any, TypeVar
 
 import aiosqlite
 
@@ -22,6 +22,8 @@ BUSY_TIMEOUT_MS = 5000  # another process (the CLI) may hold the write lock brie
 # aiosqlite logs every statement's parameters (message text, pasted keys) at DEBUG.
 logging.getLogger("aiosqlite").setLevel(logging.INFO)
 MEMORY = ":memory:"
+
+T = TypeVar("T")
 
 
 class Database:
@@ -122,6 +124,24 @@ class Database:
                 await _rollback(conn)
                 raise
 
+    async def run_in_writer(self, fn: Callable[[sqlite3.Connection], T]) -> T:
+        """Run `fn` on the writer's thread as ONE BEGIN IMMEDIATE transaction, one thread hop.
+
+        `fn` gets the plain sqlite3 connection and must neither commit nor touch the event loop.
+        Guarantees are those of `transaction()`: all or nothing, one writer at a time.
+        """
+        if self.read_only:
+            raise ReadOnlyStoreError(f"{self.path} is open read-only")
+        started = time.perf_counter()
+        async with self._write_lock:
+            conn = _require(self._writer)
+            # aiosqlite's own queue, so `fn` runs in order with every other statement. Even if
+            # the caller is cancelled, `fn` runs whole on the thread with its COMMIT or ROLLBACK.
+            result: T = await conn._execute(_in_transaction, conn, fn)
+        if self.on_commit is not None:
+            self.on_commit(time.perf_counter() - started)
+        return result
+
     async def fetchall(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
         reader = _require(self._reader)
         if reader is self._writer:
@@ -170,6 +190,22 @@ async def _rollback(conn: aiosqlite.Connection) -> None:
         await conn.execute("ROLLBACK")
     except sqlite3.OperationalError:
         pass  # no transaction was open (BEGIN failed, or COMMIT had already completed)
+
+
+def _in_transaction(conn: aiosqlite.Connection, fn: Callable[[sqlite3.Connection], T]) -> T:
+    """On the writer's thread: `fn` between BEGIN IMMEDIATE and COMMIT, rolled back if it raises."""
+    raw = conn._conn
+    raw.execute("BEGIN IMMEDIATE")
+    try:
+        result = fn(raw)
+        raw.execute("COMMIT")
+    except BaseException:
+        try:
+            raw.execute("ROLLBACK")
+        except sqlite3.OperationalError:
+            pass  # BEGIN had failed, or COMMIT had already completed
+        raise
+    return result
 
 
 def _require(conn: aiosqlite.Connection | None) -> aiosqlite.Connection:

@@ -5,13 +5,12 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Sequence
+from functools import partial
 from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-import aiosqlite
-
-from bot.store import rows
+from bot.store import rows, sqlite_ingest
 from bot.store.base import (
     ChatRecord,
     NewMessage,
@@ -28,14 +27,9 @@ from bot.store.memory_rows import SELECT_ENTRIES_SQL, SELECT_REREAD_SQL, memory_
 from bot.store.migrations import TRIGRAM, indexed_text
 from bot.store.revisions import Revisions
 from bot.store.settings_cache import RawSettingsCache
+from bot.store.sqlite_ingest import OPEN_SESSION_SQL
 from bot.store.sqlite_tables import SqliteTables
-from bot.store.sqlite_writes import (
-    COUNT_ACTIVE_SQL,
-    OPEN_SESSION_SQL,
-    CompactionWrites,
-    max_seq,
-    start_session,
-)
+from bot.store.sqlite_writes import COUNT_ACTIVE_SQL, CompactionWrites, start_session
 from compression.memory import Memory
 from compression.state import CompressorState
 
@@ -237,8 +231,9 @@ class SqliteStore(CompactionWrites, Bookkeeping, DeadLetters, Revisions):
     ) -> list[list[int]]:
         """`append_messages` for several sessions in one transaction (all or nothing)."""
         now = self._clock()
-        async with self._db.transaction() as conn:
-            return [await _append(conn, sid, messages, now) for sid, messages in items]
+        return await self._db.run_in_writer(
+            partial(sqlite_ingest.append_batch, items=items, now=now)
+        )
 
     async def load_active(self, session_id: int) -> list[StoredMessage]:
         found = await self._db.fetchall(
@@ -336,27 +331,3 @@ _LIKE_SEARCH_SQL = (
     f" WHERE s.chat_key = ? AND ({indexed_text('m')}) LIKE ? ESCAPE '\\'"
     " ORDER BY m.id DESC LIMIT ?"
 )
-
-
-async def _append(
-    conn: aiosqlite.Connection, session_id: int, messages: Sequence[NewMessage], now: float
-) -> list[int]:
-    if not messages:
-        return []
-    cur = await conn.execute(
-        "UPDATE sessions SET active_tokens = active_tokens + ?,"
-        " active_messages = active_messages + ?, last_activity_at = ? WHERE id = ?",
-        (sum(m.tokens for m in messages), len(messages), now, session_id),
-    )
-    if cur.rowcount != 1:
-        raise SessionNotFound(session_id)
-    base = await max_seq(conn, session_id)
-    await conn.executemany(
-        rows.INSERT_MESSAGE_SQL,
-        [rows.message_params(m, session_id, base + i + 1, now) for i, m in enumerate(messages)],
-    )
-    found = await conn.execute_fetchall(
-        "SELECT id FROM messages WHERE session_id = ? AND seq > ? ORDER BY seq",
-        (session_id, base),
-    )
-    return [r[0] for r in found]

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from functools import partial
 from typing import Any
 
 import aiosqlite
@@ -26,18 +26,23 @@ from bot.store.base import (
 )
 from bot.store.database import Database, one
 from bot.store.memory_rows import write_memory
+from bot.store.sqlite_ingest import (
+    INSERT_CHAT_SQL,
+    INSERT_SESSION_SQL,
+    MARK_PROCESSED_SQL,
+    MAX_SEQ_SQL,
+    PRUNE_INTERVAL_SECONDS,
+    PRUNE_PROCESSED_SQL,
+    ingest_batch,
+)
+
+# Kept importable from here for the PostgreSQL store, which shares the retention rule.
+from bot.store.sqlite_ingest import PROCESSED_UPDATES_KEEP_SECONDS as PROCESSED_UPDATES_KEEP_SECONDS
 from compression.memory import Memory
 from compression.state import CompressorState
 
 log = logging.getLogger(__name__)
 
-# Telegram redelivers an unacknowledged update for at most 24 hours; a week is ample margin.
-PROCESSED_UPDATES_KEEP_SECONDS = 7 * 24 * 3600
-PRUNE_INTERVAL_SECONDS = 3600
-
-OPEN_SESSION_SQL = (
-    "SELECT * FROM sessions WHERE chat_key = ? AND scope_user IS ? AND ended_at IS NULL"
-)
 COUNT_ACTIVE_SQL = (
     "SELECT coalesce(sum(tokens), 0), count(*) FROM messages WHERE session_id = ? AND active = 1"
 )
@@ -45,13 +50,6 @@ INSERT_EVENT_SQL = (
     "INSERT INTO compression_events(chat_key, session_id, trigger, started_at,"
     " ended_at, outcome, messages_before, messages_after, tokens_before,"
     " tokens_after, summary_tokens, error) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
-)
-UPSERT_CHAT_SQL = (
-    "INSERT INTO chats(key, platform, title, parent_key, is_group, created_at)"
-    " VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT(key) DO UPDATE SET"
-    " title = coalesce(excluded.title, title),"
-    " parent_key = coalesce(excluded.parent_key, parent_key),"
-    " is_group = excluded.is_group"
 )
 
 
@@ -66,52 +64,12 @@ class CompactionWrites:
         if not items:
             return []
         now = self._clock()
-        results: list[IngestResult] = []
-        async with self._db.transaction() as conn:
-            # Per session of the batch: its row, its next seq, what the batch added.
-            open_sessions: dict[tuple[str, str | None], _Appending] = {}
-            for item in items:
-                if item.update_id is not None and not await mark_processed(
-                    conn, item.platform, item.update_id, now
-                ):
-                    results.append(IngestResult(duplicate=True))
-                    continue
-                if item.upsert_chat:
-                    await conn.execute(
-                        UPSERT_CHAT_SQL,
-                        (
-                            item.chat_key,
-                            item.platform,
-                            item.title,
-                            item.parent_key,
-                            int(item.is_group),
-                            now,
-                        ),
-                    )
-                appending = await self._appending(conn, item, now, open_sessions)
-                results.append(await appending.add(conn, item.message, now))
-            for appending in open_sessions.values():
-                await appending.flush(conn, now)
-            self._last_prune = await prune_processed(conn, now, self._last_prune)
+        results, pruned = await self._db.run_in_writer(
+            partial(ingest_batch, items=items, now=now, last_prune=self._last_prune)
+        )
+        # Only once committed: a rolled-back prune must be tried again.
+        self._last_prune = pruned
         return results
-
-    async def _appending(
-        self,
-        conn: aiosqlite.Connection,
-        item: IngestItem,
-        now: float,
-        open_sessions: dict[tuple[str, str | None], _Appending],
-    ) -> _Appending:
-        scope = (item.chat_key, item.scope_user)
-        appending = open_sessions.get(scope)
-        if appending is None:
-            row = await one(conn, OPEN_SESSION_SQL, scope)
-            if row is None:
-                row = await start_session(conn, item.chat_key, item.scope_user, now)
-            session = rows.session_from_row(row)
-            appending = _Appending(session, await max_seq(conn, session.id))
-            open_sessions[scope] = appending
-        return appending
 
     async def apply_state_delta(
         self, session_id: int, expected_version: int, delta: StateDelta
@@ -212,45 +170,6 @@ class CompactionWrites:
         return lock is not None
 
 
-@dataclass(slots=True)
-class _Appending:
-    """One session's share of an ingest batch: rows go in at once, totals once at the end."""
-
-    session: SessionRecord
-    seq: int
-    tokens: int = 0
-    messages: int = 0
-
-    async def add(
-        self, conn: aiosqlite.Connection, message: NewMessage | None, now: float
-    ) -> IngestResult:
-        message_id = None
-        if message is not None:
-            self.seq += 1
-            cur = await conn.execute(
-                rows.INSERT_MESSAGE_SQL,
-                rows.message_params(message, self.session.id, self.seq, now),
-            )
-            message_id = int(cur.lastrowid or 0)
-            self.tokens += message.tokens
-            self.messages += 1
-        session = replace(
-            self.session,
-            active_tokens=self.session.active_tokens + self.tokens,
-            active_messages=self.session.active_messages + self.messages,
-            last_activity_at=now if self.messages else self.session.last_activity_at,
-        )
-        return IngestResult(False, session, message_id)
-
-    async def flush(self, conn: aiosqlite.Connection, now: float) -> None:
-        if self.messages:
-            await conn.execute(
-                "UPDATE sessions SET active_tokens = active_tokens + ?,"
-                " active_messages = active_messages + ?, last_activity_at = ? WHERE id = ?",
-                (self.tokens, self.messages, now, self.session.id),
-            )
-
-
 async def _replace_up_to(
     conn: aiosqlite.Connection,
     sid: int,
@@ -299,10 +218,7 @@ async def _replace_up_to(
 async def mark_processed(
     conn: aiosqlite.Connection, platform: str, update_id: str, now: float
 ) -> bool:
-    cur = await conn.execute(
-        "INSERT OR IGNORE INTO processed_updates(platform, update_id, seen_at) VALUES (?, ?, ?)",
-        (platform, str(update_id), now),
-    )
+    cur = await conn.execute(MARK_PROCESSED_SQL, (platform, str(update_id), now))
     return cur.rowcount == 1
 
 
@@ -310,32 +226,20 @@ async def prune_processed(conn: aiosqlite.Connection, now: float, last_prune: fl
     """Drop dedup keys too old to be redelivered, at most hourly; the new last-prune time."""
     if now - last_prune < PRUNE_INTERVAL_SECONDS:
         return last_prune
-    await conn.execute(
-        "DELETE FROM processed_updates WHERE seen_at < ?", (now - PROCESSED_UPDATES_KEEP_SECONDS,)
-    )
+    await conn.execute(PRUNE_PROCESSED_SQL, (now - PROCESSED_UPDATES_KEEP_SECONDS,))
     return now
 
 
 async def start_session(
     conn: aiosqlite.Connection, chat_key: str, scope_user: str | None, now: float
 ) -> Any:
-    platform = chat_key.split(":", 1)[0]
-    await conn.execute(
-        "INSERT OR IGNORE INTO chats(key, platform, created_at) VALUES (?, ?, ?)",
-        (chat_key, platform, now),
-    )
-    cur = await conn.execute(
-        "INSERT INTO sessions(chat_key, scope_user, started_at, last_activity_at)"
-        " VALUES (?, ?, ?, ?)",
-        (chat_key, scope_user, now, now),
-    )
+    await conn.execute(INSERT_CHAT_SQL, (chat_key, chat_key.split(":", 1)[0], now))
+    cur = await conn.execute(INSERT_SESSION_SQL, (chat_key, scope_user, now, now))
     return await one(conn, "SELECT * FROM sessions WHERE id = ?", (cur.lastrowid,))
 
 
 async def max_seq(conn: aiosqlite.Connection, session_id: int) -> int:
-    row = await one(
-        conn, "SELECT coalesce(max(seq), 0) FROM messages WHERE session_id = ?", (session_id,)
-    )
+    row = await one(conn, MAX_SEQ_SQL, (session_id,))
     return int(row[0])
 
 

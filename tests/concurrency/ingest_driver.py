@@ -11,10 +11,12 @@ from __future__ import annotations
 
 import asyncio
 import sys
+import time
 from typing import Any
 
 from bot.app import App
 from bot.offline_model import OfflineModel
+from bot.store import sqlite_ingest
 from bot.store.sqlite import SqliteStore
 from tests.harness import RecordingAdapter, group_message, make_config
 
@@ -22,12 +24,15 @@ UPDATE_ID = "7001"
 HANG_SECONDS = 600.0
 
 
-class StopsAfterDedup(SqliteStore):
-    async def _appending(self, *args: Any, **kwargs: Any) -> Any:
-        sys.stdout.write("deduped\n")
-        sys.stdout.flush()
-        await asyncio.sleep(HANG_SECONDS)
-        return await super()._appending(*args, **kwargs)
+_appending = sqlite_ingest._appending
+
+
+def _stops_after_dedup(*args: Any, **kwargs: Any) -> Any:
+    # Runs on the writer thread, inside the open ingest transaction.
+    sys.stdout.write("deduped\n")
+    sys.stdout.flush()
+    time.sleep(HANG_SECONDS)
+    return _appending(*args, **kwargs)
 
 
 def redelivered() -> Any:
@@ -38,7 +43,8 @@ async def main(db: str) -> None:
     from pathlib import Path
 
     config = make_config(Path(db).parent)
-    async with App(config, llm=OfflineModel(), store=StopsAfterDedup(db)) as app:
+    sqlite_ingest._appending = _stops_after_dedup
+    async with App(config, llm=OfflineModel(), store=SqliteStore(db)) as app:
         await app.gateway.handle(redelivered(), RecordingAdapter())
 
 
