@@ -2,8 +2,9 @@
 
 The span is chosen by the arguments: since the asker's last message (default), a duration
 (`2h`, `30m`, `1d`), a member (`@name`: what they said) or a topic (anything else: the focus).
-Its messages come from the chat's transcript, archived rows included, through `CatchupSource`s
-(the transcript today; a memory of typed entries can be added as another source). They are
+Its material comes through `CatchupSource`s: the chat's memory (the decisions, action items,
+rules, facts and open questions its compactions kept, SPEC 6.11) and its transcript, archived
+rows included. They are
 summarised by the summary model, or by the deterministic summary when there is none or it fails.
 Nothing is written: the session, its compressor state and the transcript stay as they were.
 """
@@ -21,6 +22,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from bot.limits import NoticeGate
 from bot.store.base import Store, StoredMessage
 from compression.deterministic import deterministic_summary
+from compression.memory import MemoryEntry
 from compression.summarizer import Summarizer, SummaryError, SummaryRequest
 from compression.summary_input import chunk_turns, participants, summary_turns
 from compression.template import is_summary_text, summary_body
@@ -37,6 +39,8 @@ DEFAULT_SPAN_MESSAGES = 300
 MAX_SPAN_MESSAGES = 2_000
 SUMMARY_BUDGET_TOKENS = 1_200
 SUMMARY_INPUT_MAX_CHARS = 60_000
+# Memory entries worth a digest: what was settled, asked and is still to be done.
+MEMORY_KINDS = frozenset({"decision", "action", "rule", "fact", "question"})
 _DURATION_RE = re.compile(r"^(\d{1,4})\s*(m|min|h|d)$", re.IGNORECASE)
 _UNIT_SECONDS = {"m": 60, "min": 60, "h": 3600, "d": 86_400}
 _gates: weakref.WeakKeyDictionary[object, NoticeGate] = weakref.WeakKeyDictionary()
@@ -98,6 +102,43 @@ class TranscriptSource:
         return [r.to_openai() for r in rows[-MAX_SPAN_MESSAGES:]]
 
 
+class MemorySource:
+    """The current memory entries of the chat's open sessions that fall in the span."""
+
+    def __init__(self, store: Store) -> None:
+        self._store = store
+
+    async def turns(self, chat_key: str, query: CatchupQuery) -> list[dict[str, Any]]:
+        since = (
+            dt.datetime.fromtimestamp(query.since, dt.UTC).date().isoformat()
+            if query.since is not None
+            else None
+        )
+        found: list[MemoryEntry] = []
+        for session in await self._store.list_sessions(chat_key):
+            if session.ended_at is None:
+                memory = await self._store.load_memory(session.id)
+                found += [e for e in memory.current() if _in_span(e, query, since)]
+        return [
+            {"role": "user", "content": f"[{e.speaker or 'memory'}] (remembered {e.kind}) {e.text}"}
+            for e in found
+        ]
+
+
+def _in_span(entry: MemoryEntry, query: CatchupQuery, since: str | None) -> bool:
+    if entry.kind not in MEMORY_KINDS:
+        return False
+    if since is not None and (entry.date or "") < since:
+        return False
+    if query.author is not None and (entry.speaker or "").casefold() != query.author.casefold():
+        return False
+    return (
+        query.topic is None
+        or query.author is not None
+        or (query.topic.casefold() in f"{entry.subject or ''} {entry.text}".casefold())
+    )
+
+
 async def catchup(
     services: Services,
     *,
@@ -117,10 +158,12 @@ async def catchup(
     asker_last = await _last_message_of(services.store, chat_key, asker_id)
     query = parse_query(args, now=now, asker_last=asker_last)
     turns: list[dict[str, Any]] = []
-    for source in sources or (TranscriptSource(services.store),):
+    for source in sources or (MemorySource(services.store),):
         turns.extend(await source.turns(chat_key, query))
-    if not turns:
+    messages = await TranscriptSource(services.store).turns(chat_key, query)
+    if not messages:
         return f"Nothing to catch up on {query.label}."
+    turns.extend(messages)
     request = SummaryRequest(
         # The newest part when the span is larger than one call: a digest leads with what is new.
         turns=chunk_turns(summary_turns(turns), SUMMARY_INPUT_MAX_CHARS)[-1],
@@ -136,7 +179,7 @@ async def catchup(
     body = await _summarize(summarizer, request)
     for prompt, completion in usage:
         await services.store.add_usage(chat_key, asker_id, "reply", prompt, completion)
-    return f"🧾 What you missed {query.label} ({len(turns)} messages):\n\n{body}"
+    return f"🧾 What you missed {query.label} ({len(messages)} messages):\n\n{body}"
 
 
 async def _summarize(summarizer: Summarizer | None, request: SummaryRequest) -> str:
