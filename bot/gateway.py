@@ -13,6 +13,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, replace
 
 from bot import ingress
+from bot.answer_backlog import AnswerBacklog
 from bot.background_compactions import BackgroundCompactions
 from bot.chat_settings import ChatSettings
 from bot.commands import CommandContext, run_command
@@ -36,6 +37,7 @@ from compression.forgery import neutralise
 
 log = logging.getLogger(__name__)
 
+COALESCED = "⏩ I fell behind, so I'm answering the last {n} questions together."
 TURN_FAILED = "Something went wrong while answering. Your message is saved; try again shortly."
 ALLOWLIST_NOTICE_PLATFORM = "allowlist-notice"
 KNOWN_CHATS_MAX = 100_000
@@ -63,6 +65,7 @@ class Gateway:
         self._rate_notices = NoticeGate(RATE_WINDOW_SECONDS, clock=services.clock)
         self._budget_notices = NoticeGate(BUDGET_NOTICE_INTERVAL_SECONDS, clock=services.clock)
         self._failure_notices = FailureNotices(clock=services.clock)
+        self._backlog = AnswerBacklog()
         self._known_chats: set[tuple[str, str | None, str | None, bool]] = set()
         self._typing: set[asyncio.Task[None]] = set()
         self._order = ingress.ChatOrder()
@@ -210,8 +213,10 @@ class Gateway:
             return
         typing_done = self._start_typing(adapter, target)
         anchor = result.message_id
+        ticket = self._backlog.enqueue(lane)
         self.lanes.submit(
-            lane, lambda: self._answer(delivery, session.id, anchor, target, typing_done)
+            lane,
+            lambda: self._answer(delivery, session.id, anchor, target, typing_done, (lane, ticket)),
         )
 
     async def _run_command(self, delivery: Delivery, session: SessionRecord, lane: str) -> None:
@@ -292,9 +297,16 @@ class Gateway:
         anchor_id: int,
         target: ReplyTarget,
         typing_done: asyncio.Event,
+        ticket: tuple[str, int],
     ) -> None:
         services = self.services
         message, adapter = delivery.message, delivery.adapter
+        covered = self._backlog.begin(*ticket)
+        if covered is None:
+            typing_done.set()  # a newer question's answer covers this one
+            return
+        if covered:
+            await self._send(adapter, target, COALESCED.format(n=covered + 1))
         timer = services.metrics.turn_started(message.platform)
         stream = open_stream(adapter, target, is_group=message.is_group)
         try:

@@ -104,6 +104,8 @@ _TEMPLATES: tuple[tuple[str, str], ...] = (
     ("This month: {rest}", "本月：{rest}"),
     ("The model returned an empty answer. Your message is saved; please ask again.",
      "模型返回了空回答。你的消息已保存；请再问一次。"),
+    ("⏩ I fell behind, so I'm answering the last {n} questions together.",
+     "⏩ 我跟不上了，所以把最近的 {n} 个问题一起回答。"),
     # /help
     ("Commands:", "命令："),
     ("/status — context gauge, compactions, memory, breaker state",
