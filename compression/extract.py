@@ -22,6 +22,8 @@ from compression.transcript import (
 )
 
 OPEN_QUESTIONS_PER_SPAN = 5
+# Routine calls of a span kept in the memory (the newest); failed ones are always kept.
+DONE_TOOL_CALLS_PER_SPAN = 16
 LATEST_ASK_MAX_CHARS = 600
 TOOL_TARGET_CHARS = 120
 ASSISTANT_MIN_WEIGHT = 3
@@ -112,6 +114,9 @@ def extract_update(
             calls.pop(key, None)
             call_id = str(call.get("id")) if isinstance(call, Mapping) else ""
             calls[key] = _Call(call_id, date, sources)
+    done = [key for key, call in calls.items() if call.call_id not in failed]
+    for key in done[: max(0, len(done) - DONE_TOOL_CALLS_PER_SPAN)]:
+        del calls[key]  # a long span's routine calls must not flood the memory
     for (name, target), call in calls.items():
         outcome = "failed" if call.call_id in failed else "done"
         when = f"on {call.date}" if call.date else f"before {today.isoformat()}"

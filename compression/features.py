@@ -125,17 +125,36 @@ _KEEP_MARKERS = (
 )
 # Long lines are mostly chatter; a planted rule or value is a sentence or two.
 LONG_LINE_CHARS = (160, 240)
-# Substring gates per kind of signal, tested with C-level `in` before any expression runs.
-_GATES: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("decision", ("decid", "agree", "go with", "going with", "settled", "decision")),
-    ("preference", ("prefer", "rather", "favorite", "favourite")),
-    ("rule", ("never", "must", "always", "only", "don", "do not", "no ", "allowed", "forbid",
-              "prohibit", "mandatory", "required", "rule")),
-    ("action", ("will", "'ll", "todo", "to-do", "action", "please", "should", "need",
-                "going to")),
-    ("keep", _KEEP_MARKERS),
+# Word gates per kind of signal: one split of the line into a set, then set tests, before any
+# expression runs. Each word set covers what that kind's expression can match (all of them
+# anchor on a word boundary); a phrase gate is tested only when its trigger word is present.
+_GATE_WORDS: tuple[tuple[str, frozenset[str]], ...] = (
+    ("decision", frozenset({"decided", "agreed", "settled", "decision"})),
+    ("preference", frozenset({"prefer", "preference", "rather", "favorite", "favourite"})),
+    ("rule", frozenset({"never", "must", "mustn't", "always", "only", "don't", "dont", "no",
+                        "allowed", "forbidden", "prohibited", "mandatory", "required", "rule",
+                        "rules"})),
+    ("action", frozenset({"will", "i'll", "we'll", "todo", "to-do", "action", "please",
+                          "should", "need", "needs", "going"})),
 )  # fmt: skip
-_VALUE_GATE = ("$", "€", "£", "¥", "₽", "://", ".example", "day")
+_GATE_PHRASES: tuple[tuple[str, str, tuple[str, ...]], ...] = (
+    ("decision", "with", ("go with", "going with")),
+    ("rule", "not", ("do not", "does not")),
+)
+_KEEP_TRIGGERS = frozenset({"record", "remember", "suggested", "one", "codename", "mind", "forget"})
+# Who would own an action: without a mention, "I'll"/"I will" or "Name, please", none can be.
+_OWNER_PHRASES = ("i will", "i'm going to", "i am going to", "i can take")
+_VOCATIVE_ASKS = ("please", "can you", "could you")
+# Punctuation around words; apostrophes, "@" and hyphens stay ("don't", "to-do").
+_WORD_SEPARATORS = str.maketrans(dict.fromkeys('.,;:!?()[]{}<>"*_`/|=+~#', " "))
+_CURRENCIES = ("€", "£", "¥", "₽")
+_WEEKDAYS = frozenset(
+    {"monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"}
+)
+# The first word of every _COPULA alternative, and how far into a line a subject's verb can be.
+_COPULA_WORDS = frozenset({"is", "are", "was", "were", "be", "been", "changed", "moved",
+                           "moves", "set", "becomes", "equals"})  # fmt: skip
+COPULA_HEAD_WORDS = 16
 _FILE_EXTENSION = re.compile(rf"\.(?:{FILE_EXTENSIONS})\b")
 
 
@@ -192,15 +211,49 @@ def message_features(text: str, *, from_user: bool) -> Features:
 
 
 def _signals(lowered: str) -> frozenset[str]:
-    """Which kinds of signal words a line holds; substring tests only, no expression scans."""
-    found = {name for name, words in _GATES if any(map(lowered.__contains__, words))}
+    """Which kinds of signal a (collapsed, lowered) line holds; set and substring tests only."""
+    words = set(lowered.translate(_WORD_SEPARATORS).split())
+    found = {name for name, gate in _GATE_WORDS if not gate.isdisjoint(words)}
+    for name, trigger, phrases in _GATE_PHRASES:
+        if name not in found and trigger in words and any(map(lowered.__contains__, phrases)):
+            found.add(name)
+    if "action" in found and not _may_be_owned(lowered, words):
+        found.discard("action")  # _kind() needs an owner for an action; nothing else reads it
+    if not _KEEP_TRIGGERS.isdisjoint(words) and any(map(lowered.__contains__, _KEEP_MARKERS)):
+        found.add("keep")
     if (
         _DIGIT.search(lowered)
-        or any(map(lowered.__contains__, _VALUE_GATE))
+        or "$" in lowered
+        or "://" in lowered
+        or ".example" in lowered
+        or (not lowered.isascii() and any(map(lowered.__contains__, _CURRENCIES)))
         or ("." in lowered and _FILE_EXTENSION.search(lowered))
+        # A weekday is a value beside another signal or as what a statement sets ("the deploy
+        # day is Tuesday"); alone in chatter ("see you thursday") it is not.
+        or (not _WEEKDAYS.isdisjoint(words) and (found or _weekday_statement(lowered)))
     ):
         found.add("value")
     return frozenset(found)
+
+
+def _weekday_statement(lowered: str) -> bool:
+    # A statement of a day is a short sentence, and its subject a few words before the verb.
+    if len(lowered) > LONG_LINE_CHARS[0]:
+        return False
+    head = lowered[:SUBJECT_SCAN_CHARS].split(None, COPULA_HEAD_WORDS)[:COPULA_HEAD_WORDS]
+    if _COPULA_WORDS.isdisjoint(head) and not any(
+        map(lowered[:SUBJECT_SCAN_CHARS].__contains__, ":=→")
+    ):
+        return False
+    return subject_of(lowered)[0] is not None
+
+
+def _may_be_owned(lowered: str, words: set[str]) -> bool:
+    if "@" in lowered or "i'll" in words:
+        return True
+    if any(map(lowered.__contains__, _OWNER_PHRASES)):
+        return True
+    return "," in lowered and any(map(lowered.__contains__, _VOCATIVE_ASKS))
 
 
 def _candidate(
