@@ -181,7 +181,7 @@ class Features:
 
 
 @lru_cache(maxsize=FEATURE_CACHE_MESSAGES)
-def message_features(text: str, *, from_user: bool) -> Features:
+def message_features(text: str, from_user: bool) -> Features:
     """The candidates, links and questions of one (redacted) message text."""
     collapsed = " ".join(text.split())
     if not collapsed:
