@@ -9,7 +9,7 @@ from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import Any
 
-from compression.features import Candidate, message_features
+from compression.features import NO_FEATURES, Candidate, may_weigh, message_features
 from compression.memory import MemoryEntry, MemoryUpdate
 from compression.redact import redact
 from compression.salient import clip
@@ -47,8 +47,11 @@ def extract_update(
     times: Sequence[float | None],
     *,
     today: dt.date,
+    min_weight: int = 0,
 ) -> MemoryUpdate:
-    """Entries for `turns` (redacted here); `ids` and `times` are their sources, one per turn."""
+    """Entries for `turns` (redacted here); `ids` and `times` are their sources, one per turn.
+
+    `min_weight` > 1: only lines that could weigh that much are read for candidates."""
     names: dict[str, None] = {}
     found_in: list[tuple[Candidate, str, str | None, tuple[str, ...]]] = []
     additions: list[MemoryEntry] = []
@@ -76,7 +79,12 @@ def extract_update(
                 last_ask = (text, speaker, turn, source, at)
         elif "<" in text:
             text = strip_think(text)
-        features = message_features(text, role == "user")
+        if min_weight > 1 and not may_weigh(text, min_weight):
+            if not turn.get("tool_calls"):
+                continue
+            features = NO_FEATURES
+        else:
+            features = message_features(text, role == "user")
         tool_calls = turn.get("tool_calls")
         if not (features.candidates or features.links or features.questions or tool_calls):
             continue  # most lines: nothing to date or attribute

@@ -180,12 +180,15 @@ class Features:
     questions: tuple[str, ...]
 
 
+NO_FEATURES = Features((), (), ())
+
+
 @lru_cache(maxsize=FEATURE_CACHE_MESSAGES)
 def message_features(text: str, from_user: bool) -> Features:
     """The candidates, links and questions of one (redacted) message text."""
     collapsed = " ".join(text.split())
     if not collapsed:
-        return Features((), (), ())
+        return NO_FEATURES
     asks = from_user and "?" in text
     links: tuple[str, ...] = ()
     if "://" in text or ("." in text and _FILE_EXTENSION.search(text)):
@@ -334,6 +337,21 @@ def text_weight(text: str) -> int:
         + (2 if label else 0)
         + (2 if normative else 0)
         - length
+    )
+
+
+def may_weigh(text: str, minimum: int) -> bool:
+    """False when no line of `text` can reach `text_weight` >= `minimum` (2 or more): without
+    a digit, link, file, currency, label or marker every line weighs at most a weekday's 1."""
+    if minimum <= 1 or ":" in text or "$" in text or _DIGIT.search(text) is not None:
+        return True
+    if "://" in text or ".example" in text or ("." in text and _FILE_EXTENSION.search(text)):
+        return True
+    if not text.isascii() and any(map(text.__contains__, _CURRENCIES)):
+        return True
+    lowered = text.lower()
+    return any(map(lowered.__contains__, _KEEP_MARKERS)) or any(
+        map(lowered.__contains__, _NORMATIVE)
     )
 
 
