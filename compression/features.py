@@ -137,14 +137,19 @@ _GATE_WORDS: tuple[tuple[str, frozenset[str]], ...] = (
     ("action", frozenset({"will", "i'll", "we'll", "todo", "to-do", "action", "please",
                           "should", "need", "needs", "going"})),
 )  # fmt: skip
-_GATE_PHRASES: tuple[tuple[str, str, tuple[str, ...]], ...] = (
-    ("decision", "with", ("go with", "going with")),
-    ("rule", "not", ("do not", "does not")),
+# (signal, trigger words, phrases): the phrases are looked for only when a trigger is present.
+_GATE_PHRASES: tuple[tuple[str, frozenset[str], tuple[str, ...]], ...] = (
+    ("decision", frozenset({"with"}), ("go with", "going with")),
+    ("rule", frozenset({"not"}), ("do not", "does not")),
+    ("keep", frozenset({"record"}), ("for the record",)),
+    ("keep", frozenset({"remember"}), ("remember i said", "remember this")),
+    ("keep", frozenset({"suggested", "one"}), ("i suggested", "i was the one")),
+    ("keep", frozenset({"codename", "codenames", "codename's"}), ("codename",)),
+    ("keep", frozenset({"mind", "forget"}), ("keep in mind", "don't forget")),
+    # Who would own an action: a mention, "I'll", "I will …" or "Name, please …".
+    ("owner", frozenset({"i", "i'm"}), ("i will", "i'm going to", "i am going to", "i can take")),
+    ("owner", frozenset({"please", "can", "could"}), (",",)),
 )
-_KEEP_TRIGGERS = frozenset({"record", "remember", "suggested", "one", "codename", "mind", "forget"})
-# Who would own an action: without a mention, "I'll"/"I will" or "Name, please", none can be.
-_OWNER_PHRASES = ("i will", "i'm going to", "i am going to", "i can take")
-_VOCATIVE_ASKS = ("please", "can you", "could you")
 # Punctuation around words; apostrophes, "@" and hyphens stay ("don't", "to-do").
 _WORD_SEPARATORS = str.maketrans(dict.fromkeys('.,;:!?()[]{}<>"*_`/|=+~#', " "))
 _CURRENCIES = ("€", "£", "¥", "₽")
@@ -186,17 +191,17 @@ NO_FEATURES = Features((), (), ())
 @lru_cache(maxsize=FEATURE_CACHE_MESSAGES)
 def message_features(text: str, from_user: bool) -> Features:
     """The candidates, links and questions of one (redacted) message text."""
-    collapsed = " ".join(text.split())
-    if not collapsed:
+    if not text or text.isspace():
         return NO_FEATURES
     asks = from_user and "?" in text
     links: tuple[str, ...] = ()
     if "://" in text or ("." in text and _FILE_EXTENSION.search(text)):
         links = tuple(dict.fromkeys([*URL.findall(text), *FILE_NAME.findall(text)]))
     # Most chat lines carry no signal at all: no sentence splitting, no expressions for them.
-    signals = _signals(collapsed.lower())
-    if not asks and not signals and ":" not in collapsed:
-        return Features((), links, ())
+    signals = _signals(text.lower())
+    if not asks and not signals and ":" not in text:
+        return Features((), links, ()) if links else NO_FEATURES
+    collapsed = " ".join(text.split())
     parts = [clip(collapsed, ENTRY_MAX_CHARS)] if len(collapsed) <= WHOLE_MESSAGE_CHARS else []
     pieces = sentences(text)
     candidates: list[Candidate] = []
@@ -214,20 +219,27 @@ def message_features(text: str, from_user: bool) -> Features:
 
 
 def _signals(lowered: str) -> frozenset[str]:
-    """Which kinds of signal a (collapsed, lowered) line holds; set and substring tests only."""
+    """Which kinds of signal a lowered line holds: set tests, then phrases only where a trigger
+    word is present; no expression runs unless a digit or a dot could start a value."""
     words = set(lowered.translate(_WORD_SEPARATORS).split())
     found = {name for name, gate in _GATE_WORDS if not gate.isdisjoint(words)}
-    for name, trigger, phrases in _GATE_PHRASES:
-        if name not in found and trigger in words and any(map(lowered.__contains__, phrases)):
+    if "@" in lowered or "i'll" in words:
+        found.add("owner")
+    flat: str | None = None
+    for name, triggers, phrases in _GATE_PHRASES:
+        if name in found or triggers.isdisjoint(words):
+            continue
+        if flat is None:
+            flat = " ".join(lowered.split())  # a phrase may span a line break
+        if any(map(flat.__contains__, phrases)):
             found.add(name)
-    if "action" in found and not _may_be_owned(lowered, words):
+    if "action" in found and "owner" not in found:
         found.discard("action")  # _kind() needs an owner for an action; nothing else reads it
-    if not _KEEP_TRIGGERS.isdisjoint(words) and any(map(lowered.__contains__, _KEEP_MARKERS)):
-        found.add("keep")
+    found.discard("owner")
     if (
         _DIGIT.search(lowered)
         or "$" in lowered
-        or "://" in lowered
+        or (":" in lowered and "://" in lowered)
         or ".example" in lowered
         or (not lowered.isascii() and any(map(lowered.__contains__, _CURRENCIES)))
         or ("." in lowered and _FILE_EXTENSION.search(lowered))
@@ -249,14 +261,6 @@ def _weekday_statement(lowered: str) -> bool:
     ):
         return False
     return subject_of(lowered)[0] is not None
-
-
-def _may_be_owned(lowered: str, words: set[str]) -> bool:
-    if "@" in lowered or "i'll" in words:
-        return True
-    if any(map(lowered.__contains__, _OWNER_PHRASES)):
-        return True
-    return "," in lowered and any(map(lowered.__contains__, _VOCATIVE_ASKS))
 
 
 def _candidate(
