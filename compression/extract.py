@@ -9,7 +9,13 @@ from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import Any
 
-from compression.features import NO_FEATURES, Candidate, may_weigh, message_features
+from compression.features import (
+    NO_FEATURES,
+    Candidate,
+    Features,
+    may_weigh,
+    message_features,
+)
 from compression.memory import MemoryEntry, MemoryUpdate
 from compression.redact import redact
 from compression.salient import clip
@@ -59,6 +65,7 @@ def extract_update(
     failed: set[str] = set()
     calls: dict[tuple[str, str], _Call] = {}
     last_ask: tuple[str, str, Mapping[str, Any], str | None, float | None] | None = None
+    read: dict[tuple[str, bool], Features] = {}  # repeated lines ("ok", "thanks") read once
     for turn, source, at in zip(turns, ids, times, strict=True):
         role = turn.get("role")
         if role == "tool":
@@ -84,7 +91,9 @@ def extract_update(
                 continue
             features = NO_FEATURES
         else:
-            features = message_features(text, role == "user")
+            key = (text, role == "user")
+            found = read.get(key)
+            features = read[key] = message_features(*key) if found is None else found
         tool_calls = turn.get("tool_calls")
         if not (features.candidates or features.links or features.questions or tool_calls):
             continue  # most lines: nothing to date or attribute

@@ -1,8 +1,8 @@
 """What one message says that a memory must keep (SPEC 6.6): computed once per message text.
 
-`message_features` is pure and cached by text, so a session compacted again and again never
-re-reads a message it already read, and cheap substring tests run before any regular
-expression. Subjects are real subjects ("launch date"), never a line's label ("FACT:").
+`message_features` is pure (the extractor memoises it per text for one call, so nothing of a
+call outlives it), and cheap word-set tests run before any regular expression. Subjects are
+real subjects ("launch date"), never a line's label ("FACT:").
 """
 
 from __future__ import annotations
@@ -188,7 +188,6 @@ class Features:
 NO_FEATURES = Features((), (), ())
 
 
-@lru_cache(maxsize=FEATURE_CACHE_MESSAGES)
 def message_features(text: str, from_user: bool) -> Features:
     """The candidates, links and questions of one (redacted) message text."""
     if not text or text.isspace():
