@@ -92,8 +92,8 @@ def extract_update(
             features = NO_FEATURES
         else:
             key = (text, role == "user")
-            found = read.get(key)
-            features = read[key] = message_features(*key) if found is None else found
+            memoised = read.get(key)
+            features = read[key] = message_features(*key) if memoised is None else memoised
         tool_calls = turn.get("tool_calls")
         if not (features.candidates or features.links or features.questions or tool_calls):
             continue  # most lines: nothing to date or attribute
