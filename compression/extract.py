@@ -9,7 +9,13 @@ from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import Any
 
-from compression.features import Candidate, message_features
+from compression.features import (
+    NO_FEATURES,
+    Candidate,
+    Features,
+    may_weigh,
+    message_features,
+)
 from compression.memory import MemoryEntry, MemoryUpdate
 from compression.redact import redact
 from compression.salient import clip
@@ -22,6 +28,8 @@ from compression.transcript import (
 )
 
 OPEN_QUESTIONS_PER_SPAN = 5
+# Routine calls of a span kept in the memory (the newest); failed ones are always kept.
+DONE_TOOL_CALLS_PER_SPAN = 16
 LATEST_ASK_MAX_CHARS = 600
 TOOL_TARGET_CHARS = 120
 ASSISTANT_MIN_WEIGHT = 3
@@ -45,20 +53,21 @@ def extract_update(
     times: Sequence[float | None],
     *,
     today: dt.date,
+    min_weight: int = 0,
 ) -> MemoryUpdate:
-    """Entries for `turns` (redacted here); `ids` and `times` are their sources, one per turn."""
-    names = _speakers(turns)
-    additions: list[MemoryEntry] = [
-        MemoryEntry(0, "participant", name, speaker=name) for name in names
-    ]
+    """Entries for `turns` (redacted here); `ids` and `times` are their sources, one per turn.
+
+    `min_weight` > 1: only lines that could weigh that much are read for candidates."""
+    names: dict[str, None] = {}
+    found_in: list[tuple[Candidate, str, str | None, tuple[str, ...]]] = []
+    additions: list[MemoryEntry] = []
     questions: list[MemoryEntry] = []
     failed: set[str] = set()
     calls: dict[tuple[str, str], _Call] = {}
-    ask: MemoryEntry | None = None
+    last_ask: tuple[str, str, Mapping[str, Any], str | None, float | None] | None = None
+    read: dict[tuple[str, bool], Features] = {}  # repeated lines ("ok", "thanks") read once
     for turn, source, at in zip(turns, ids, times, strict=True):
-        sources = (source,) if source else ()
         role = turn.get("role")
-        date = _date(at) if at is not None else turn_date(turn)
         if role == "tool":
             head = content_text(turn.get("content"))[:300].lower()
             if any(word in head for word in _ERROR_WORDS):
@@ -70,14 +79,30 @@ def extract_update(
         speaker = "assistant"
         if role == "user":
             name, text = split_speaker(text.lstrip())
+            if name:
+                names.setdefault(name)
             speaker = name or "user"
+            if text.strip():
+                last_ask = (text, speaker, turn, source, at)
         elif "<" in text:
             text = strip_think(text)
-        features = message_features(text, from_user=role == "user")
+        if min_weight > 1 and not may_weigh(text, min_weight):
+            if not turn.get("tool_calls"):
+                continue
+            features = NO_FEATURES
+        else:
+            key = (text, role == "user")
+            memoised = read.get(key)
+            features = read[key] = message_features(*key) if memoised is None else memoised
+        tool_calls = turn.get("tool_calls")
+        if not (features.candidates or features.links or features.questions or tool_calls):
+            continue  # most lines: nothing to date or attribute
+        sources = (source,) if source else ()
+        date = _date(at) if at is not None else turn_date(turn)
         for found in features.candidates:
             # The bot's own short replies ("ok, noted 9") are not what the chat said.
             if role == "user" or found.weight >= ASSISTANT_MIN_WEIGHT:
-                additions.append(_entry(found, speaker, date, sources, today, names))
+                found_in.append((found, speaker, date, sources))
         for link in features.links:
             additions.append(
                 MemoryEntry(
@@ -95,31 +120,32 @@ def extract_update(
                     0, "question", redacted(question), speaker=speaker, date=date, sources=sources
                 )
             )
-        if role == "user" and text.strip():
-            ask_text = clip(" ".join(text.split()), LATEST_ASK_MAX_CHARS)
-            ask = MemoryEntry(
-                0,
-                "topic",
-                ask_text,
-                subject=LATEST_ASK_SUBJECT,
-                speaker=speaker,
-                date=date,
-                sources=sources,
-            )
-        for call in turn.get("tool_calls") or ():
+        for call in tool_calls or ():
             name, arguments = tool_call_parts(call)
             key = (name or "tool", _tool_target(arguments))
             calls.pop(key, None)
             call_id = str(call.get("id")) if isinstance(call, Mapping) else ""
             calls[key] = _Call(call_id, date, sources)
+    known = list(names)
+    additions = [
+        *(MemoryEntry(0, "participant", name, speaker=name) for name in known),
+        *(
+            _entry(found, speaker, date, sources, today, known)
+            for found, speaker, date, sources in found_in
+        ),
+        *additions,
+    ]
+    done = [key for key, call in calls.items() if call.call_id not in failed]
+    for key in done[: max(0, len(done) - DONE_TOOL_CALLS_PER_SPAN)]:
+        del calls[key]  # a long span's routine calls must not flood the memory
     for (name, target), call in calls.items():
         outcome = "failed" if call.call_id in failed else "done"
         when = f"on {call.date}" if call.date else f"before {today.isoformat()}"
         text = f"Called {name}({target}) — {outcome} {when}"
         additions.append(MemoryEntry(0, "tool", text, date=call.date, sources=call.sources))
     additions += questions[-OPEN_QUESTIONS_PER_SPAN:]
-    if ask is not None:
-        additions.append(replace(ask, text=redacted(ask.text)))
+    if last_ask is not None:
+        additions.append(_latest_ask(*last_ask))
     return MemoryUpdate(additions=tuple(replace(e, origin="extractor") for e in additions))
 
 
@@ -127,6 +153,21 @@ def extract_update(
 def redacted(text: str) -> str:
     """What the memory keeps of a line: secrets never enter it (SPEC 6.5)."""
     return redact(text)
+
+
+def _latest_ask(
+    text: str, speaker: str, turn: Mapping[str, Any], source: str | None, at: float | None
+) -> MemoryEntry:
+    """The span's last user message: what the chat was on when the span ends."""
+    return MemoryEntry(
+        0,
+        "topic",
+        redacted(clip(" ".join(text.split()), LATEST_ASK_MAX_CHARS)),
+        subject=LATEST_ASK_SUBJECT,
+        speaker=speaker,
+        date=_date(at) if at is not None else turn_date(turn),
+        sources=(source,) if source else (),
+    )
 
 
 def _readable(text: str) -> str:
@@ -141,16 +182,6 @@ def _date(at: float) -> str | None:
         return dt.datetime.fromtimestamp(at, tz=dt.UTC).date().isoformat()
     except (OverflowError, OSError, ValueError):
         return None
-
-
-def _speakers(turns: Sequence[Mapping[str, Any]]) -> list[str]:
-    names: dict[str, None] = {}
-    for turn in turns:
-        if turn.get("role") == "user":
-            name, _ = split_speaker(content_text(turn.get("content")).lstrip())
-            if name:
-                names.setdefault(name)
-    return list(names)
 
 
 def _entry(

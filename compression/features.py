@@ -1,8 +1,8 @@
 """What one message says that a memory must keep (SPEC 6.6): computed once per message text.
 
-`message_features` is pure and cached by text, so a session compacted again and again never
-re-reads a message it already read, and cheap substring tests run before any regular
-expression. Subjects are real subjects ("launch date"), never a line's label ("FACT:").
+`message_features` is pure (the extractor memoises it per text for one call, so nothing of a
+call outlives it), and cheap word-set tests run before any regular expression. Subjects are
+real subjects ("launch date"), never a line's label ("FACT:").
 """
 
 from __future__ import annotations
@@ -125,17 +125,41 @@ _KEEP_MARKERS = (
 )
 # Long lines are mostly chatter; a planted rule or value is a sentence or two.
 LONG_LINE_CHARS = (160, 240)
-# Substring gates per kind of signal, tested with C-level `in` before any expression runs.
-_GATES: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("decision", ("decid", "agree", "go with", "going with", "settled", "decision")),
-    ("preference", ("prefer", "rather", "favorite", "favourite")),
-    ("rule", ("never", "must", "always", "only", "don", "do not", "no ", "allowed", "forbid",
-              "prohibit", "mandatory", "required", "rule")),
-    ("action", ("will", "'ll", "todo", "to-do", "action", "please", "should", "need",
-                "going to")),
-    ("keep", _KEEP_MARKERS),
+# Word gates per kind of signal: one split of the line into a set, then set tests, before any
+# expression runs. Each word set covers what that kind's expression can match (all of them
+# anchor on a word boundary); a phrase gate is tested only when its trigger word is present.
+_GATE_WORDS: tuple[tuple[str, frozenset[str]], ...] = (
+    ("decision", frozenset({"decided", "agreed", "settled", "decision"})),
+    ("preference", frozenset({"prefer", "preference", "rather", "favorite", "favourite"})),
+    ("rule", frozenset({"never", "must", "mustn't", "always", "only", "don't", "dont", "no",
+                        "allowed", "forbidden", "prohibited", "mandatory", "required", "rule",
+                        "rules"})),
+    ("action", frozenset({"will", "i'll", "we'll", "todo", "to-do", "action", "please",
+                          "should", "need", "needs", "going"})),
 )  # fmt: skip
-_VALUE_GATE = ("$", "€", "£", "¥", "₽", "://", ".example", "day")
+# (signal, trigger words, phrases): the phrases are looked for only when a trigger is present.
+_GATE_PHRASES: tuple[tuple[str, frozenset[str], tuple[str, ...]], ...] = (
+    ("decision", frozenset({"with"}), ("go with", "going with")),
+    ("rule", frozenset({"not"}), ("do not", "does not")),
+    ("keep", frozenset({"record"}), ("for the record",)),
+    ("keep", frozenset({"remember"}), ("remember i said", "remember this")),
+    ("keep", frozenset({"suggested", "one"}), ("i suggested", "i was the one")),
+    ("keep", frozenset({"codename", "codenames", "codename's"}), ("codename",)),
+    ("keep", frozenset({"mind", "forget"}), ("keep in mind", "don't forget")),
+    # Who would own an action: a mention, "I'll", "I will …" or "Name, please …".
+    ("owner", frozenset({"i", "i'm"}), ("i will", "i'm going to", "i am going to", "i can take")),
+    ("owner", frozenset({"please", "can", "could"}), (",",)),
+)
+# Punctuation around words; apostrophes, "@" and hyphens stay ("don't", "to-do").
+_WORD_SEPARATORS = str.maketrans(dict.fromkeys('.,;:!?()[]{}<>"*_`/|=+~#', " "))
+_CURRENCIES = ("€", "£", "¥", "₽")
+_WEEKDAYS = frozenset(
+    {"monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"}
+)
+# The first word of every _COPULA alternative, and how far into a line a subject's verb can be.
+_COPULA_WORDS = frozenset({"is", "are", "was", "were", "be", "been", "changed", "moved",
+                           "moves", "set", "becomes", "equals"})  # fmt: skip
+COPULA_HEAD_WORDS = 16
 _FILE_EXTENSION = re.compile(rf"\.(?:{FILE_EXTENSIONS})\b")
 
 
@@ -161,20 +185,22 @@ class Features:
     questions: tuple[str, ...]
 
 
-@lru_cache(maxsize=FEATURE_CACHE_MESSAGES)
-def message_features(text: str, *, from_user: bool) -> Features:
+NO_FEATURES = Features((), (), ())
+
+
+def message_features(text: str, from_user: bool) -> Features:
     """The candidates, links and questions of one (redacted) message text."""
-    collapsed = " ".join(text.split())
-    if not collapsed:
-        return Features((), (), ())
+    if not text or text.isspace():
+        return NO_FEATURES
     asks = from_user and "?" in text
     links: tuple[str, ...] = ()
     if "://" in text or ("." in text and _FILE_EXTENSION.search(text)):
         links = tuple(dict.fromkeys([*URL.findall(text), *FILE_NAME.findall(text)]))
     # Most chat lines carry no signal at all: no sentence splitting, no expressions for them.
-    signals = _signals(collapsed.lower())
-    if not asks and not signals and ":" not in collapsed:
-        return Features((), links, ())
+    signals = _signals(text.lower())
+    if not asks and not signals and ":" not in text:
+        return Features((), links, ()) if links else NO_FEATURES
+    collapsed = " ".join(text.split())
     parts = [clip(collapsed, ENTRY_MAX_CHARS)] if len(collapsed) <= WHOLE_MESSAGE_CHARS else []
     pieces = sentences(text)
     candidates: list[Candidate] = []
@@ -192,15 +218,48 @@ def message_features(text: str, *, from_user: bool) -> Features:
 
 
 def _signals(lowered: str) -> frozenset[str]:
-    """Which kinds of signal words a line holds; substring tests only, no expression scans."""
-    found = {name for name, words in _GATES if any(map(lowered.__contains__, words))}
+    """Which kinds of signal a lowered line holds: set tests, then phrases only where a trigger
+    word is present; no expression runs unless a digit or a dot could start a value."""
+    words = set(lowered.translate(_WORD_SEPARATORS).split())
+    found = {name for name, gate in _GATE_WORDS if not gate.isdisjoint(words)}
+    if "@" in lowered or "i'll" in words:
+        found.add("owner")
+    flat: str | None = None
+    for name, triggers, phrases in _GATE_PHRASES:
+        if name in found or triggers.isdisjoint(words):
+            continue
+        if flat is None:
+            flat = " ".join(lowered.split())  # a phrase may span a line break
+        if any(map(flat.__contains__, phrases)):
+            found.add(name)
+    if "action" in found and "owner" not in found:
+        found.discard("action")  # _kind() needs an owner for an action; nothing else reads it
+    found.discard("owner")
     if (
         _DIGIT.search(lowered)
-        or any(map(lowered.__contains__, _VALUE_GATE))
+        or "$" in lowered
+        or (":" in lowered and "://" in lowered)
+        or ".example" in lowered
+        or (not lowered.isascii() and any(map(lowered.__contains__, _CURRENCIES)))
         or ("." in lowered and _FILE_EXTENSION.search(lowered))
+        # A weekday is a value beside another signal or as what a statement sets ("the deploy
+        # day is Tuesday"); alone in chatter ("see you thursday") it is not.
+        or (not _WEEKDAYS.isdisjoint(words) and (found or _weekday_statement(lowered)))
     ):
         found.add("value")
     return frozenset(found)
+
+
+def _weekday_statement(lowered: str) -> bool:
+    # A statement of a day is a short sentence, and its subject a few words before the verb.
+    if len(lowered) > LONG_LINE_CHARS[0]:
+        return False
+    head = lowered[:SUBJECT_SCAN_CHARS].split(None, COPULA_HEAD_WORDS)[:COPULA_HEAD_WORDS]
+    if _COPULA_WORDS.isdisjoint(head) and not any(
+        map(lowered[:SUBJECT_SCAN_CHARS].__contains__, ":=→")
+    ):
+        return False
+    return subject_of(lowered)[0] is not None
 
 
 def _candidate(
@@ -281,6 +340,21 @@ def text_weight(text: str) -> int:
         + (2 if label else 0)
         + (2 if normative else 0)
         - length
+    )
+
+
+def may_weigh(text: str, minimum: int) -> bool:
+    """False when no line of `text` can reach `text_weight` >= `minimum` (2 or more): without
+    a digit, link, file, currency, label or marker every line weighs at most a weekday's 1."""
+    if minimum <= 1 or ":" in text or "$" in text or _DIGIT.search(text) is not None:
+        return True
+    if "://" in text or ".example" in text or ("." in text and _FILE_EXTENSION.search(text)):
+        return True
+    if not text.isascii() and any(map(text.__contains__, _CURRENCIES)):
+        return True
+    lowered = text.lower()
+    return any(map(lowered.__contains__, _KEEP_MARKERS)) or any(
+        map(lowered.__contains__, _NORMATIVE)
     )
 
 

@@ -202,7 +202,9 @@ def _backup(update: MemoryUpdate, chunk: Span, today: dt.date) -> MemoryUpdate:
     # A subject the reply wrote a value for is the reply's: an older value the extractor saw
     # in the same chunk must not replace it.
     subjects = {norm_subject(entry.subject) for entry in update.additions if entry.subject}
-    extracted = extract_update(chunk.turns, chunk.ids, chunk.times, today=today)
+    extracted = extract_update(
+        chunk.turns, chunk.ids, chunk.times, today=today, min_weight=BACKUP_MIN_WEIGHT
+    )
     kept = tuple(
         entry
         for entry in extracted.additions

@@ -227,13 +227,23 @@ class _SourceIndex:
 
     def __init__(self, turns: Sequence[Mapping[str, Any]], ids: Sequence[str | None]) -> None:
         self._texts = [(content_text(t.get("content")), i) for t, i in zip(turns, ids, strict=True)]
+        self._found: dict[tuple[str, ...], tuple[str, ...]] = {}  # a reply repeats its words
 
     def find(self, entry: MemoryEntry) -> tuple[str, ...]:
-        words = sorted(set(_WORD.findall(entry.text)), key=len, reverse=True)[:2]
+        words = tuple(sorted(set(_WORD.findall(entry.text)), key=len, reverse=True)[:2])
         if not words:
             return ()
-        found = [i for text, i in self._texts if i and all(w in text for w in words)]
-        return tuple(found[:SOURCES_PER_ENTRY])
+        known = self._found.get(words)
+        if known is not None:
+            return known
+        found: list[str] = []
+        for text, i in self._texts:
+            if i and all(w in text for w in words):
+                found.append(i)
+                if len(found) == SOURCES_PER_ENTRY:
+                    break
+        self._found[words] = result = tuple(found)
+        return result
 
 
 def _with_sources(entry: MemoryEntry, index: _SourceIndex) -> MemoryEntry:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping, Sequence
-from functools import lru_cache
 from typing import Any
 
 from compression.redact import redact, redact_value
@@ -18,7 +17,6 @@ BODY_HEAD_CHARS = 4_000
 BODY_TAIL_CHARS = 1_500
 TRUNCATION_MARK = "\n…[truncated]…\n"
 TOOL_ARGS_LIMIT_CHARS = 1_500
-PREPARED_CACHE_MESSAGES = 16_384
 # render_turns() puts a blank line between turns.
 _TURN_SEPARATOR_CHARS = 2
 _TOOL_NAME_SLACK_CHARS = 64
@@ -29,7 +27,8 @@ FOCUS_TOTAL_CHARS = 700
 
 def summary_turns(messages: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """Redacted, per-message truncated copies of every message: nothing is left out."""
-    return [_prepare(message) for message in messages]
+    prepared: dict[tuple[str, bool], str] = {}  # this call's texts only: nothing outlives it
+    return [_prepare(message, prepared) for message in messages]
 
 
 def chunk_turns(turns: Sequence[dict[str, Any]], max_chars: int) -> list[list[dict[str, Any]]]:
@@ -60,18 +59,19 @@ def _genuine_text(message: Mapping[str, Any]) -> str:
     return content_text(message.get("content"))
 
 
-def _prepare(message: Mapping[str, Any]) -> dict[str, Any]:
+def _prepare(message: Mapping[str, Any], prepared: dict[tuple[str, bool], str]) -> dict[str, Any]:
     turn = {key: value for key, value in message.items() if key != "tool_calls"}
-    turn["content"] = _prepared_text(_genuine_text(message), message.get("role") == "assistant")
+    key = (_genuine_text(message), message.get("role") == "assistant")
+    text = prepared.get(key)
+    turn["content"] = prepared[key] = _prepared_text(*key) if text is None else text
     calls = message.get("tool_calls")
     if isinstance(calls, list) and calls:
         turn["tool_calls"] = [_prepare_call(call) for call in calls]
     return turn
 
 
-@lru_cache(maxsize=PREPARED_CACHE_MESSAGES)
 def _prepared_text(text: str, assistant: bool) -> str:
-    """Redacted and truncated once per distinct text: a span is re-read by every compaction."""
+    """Redacted (through the call's redaction memo) and truncated."""
     return _truncate(redact(strip_think(text) if assistant else text))
 
 

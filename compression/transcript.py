@@ -63,7 +63,8 @@ def split_speaker(text: str) -> tuple[str | None, str]:
 
 
 def strip_think(text: str) -> str:
-    return _THINK_BLOCK.sub("", text).strip()
+    # Every block opens with "<": most replies hold none and skip the expression.
+    return _THINK_BLOCK.sub("", text).strip() if "<" in text else text.strip()
 
 
 def tool_call_parts(call: Any) -> tuple[str, str]:

@@ -1,0 +1,103 @@
+"""The extractor reads every message cheaply and keeps what matters, not what chatter says."""
+
+from __future__ import annotations
+
+import datetime as dt
+import gc
+import json
+import tracemalloc
+from typing import Any
+
+from compression import CompressorConfig, ContextCompressor
+from compression.extract import DONE_TOOL_CALLS_PER_SPAN, extract_update
+from compression.features import may_weigh, message_features
+
+TODAY = dt.date(2026, 12, 1)
+# Long unpunctuated chatter: a weekday, "is", "will", "please", "need" and no owner or value.
+CHATTER = (
+    "the deploy window is thursday because staging still fails the smoke tests and who will "
+    "bring the projector cables please check the budget sheet we need the new certificate "
+    "before anyone touches production again lunch is at noon near the station coffee after "
+    "the retro the mobile build passed on android but crashed twice on older phones"
+)
+
+
+def _extract(turns: list[dict[str, Any]]) -> list[tuple[str, str]]:
+    ids = [f"m{i}" for i in range(len(turns))]
+    update = extract_update(turns, ids, [None] * len(turns), today=TODAY)
+    return [(e.kind, e.text) for e in update.additions]
+
+
+def _call(number: int, path: str) -> list[dict[str, Any]]:
+    call_id = f"call_{number}"
+    arguments = json.dumps({"path": path})
+    return [
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {
+                    "id": call_id,
+                    "type": "function",
+                    "function": {"name": "read_file", "arguments": arguments},
+                }
+            ],
+        },
+        {"role": "tool", "tool_call_id": call_id, "content": f"contents of {path}"},
+    ]
+
+
+def test_long_chatter_with_a_weekday_or_an_unowned_please_yields_no_entry() -> None:
+    features = message_features(CHATTER, True)
+    assert features.candidates == ()
+    assert not may_weigh(CHATTER, 3)
+
+
+def test_a_short_statement_of_a_day_and_an_owned_action_are_still_entries() -> None:
+    kinds = _extract(
+        [
+            {"role": "user", "content": "[Ben] The deploy day is Tuesday."},
+            {"role": "user", "content": "[Ana] Bob, please book the room by Friday."},
+            {"role": "user", "content": "[Ana] I'll send the invoice tomorrow."},
+        ]
+    )
+    assert ("fact", "The deploy day is Tuesday.") in kinds
+    actions = [text for kind, text in kinds if kind == "action"]
+    assert actions == ["Bob, please book the room by Friday.", "I'll send the invoice tomorrow."]
+
+
+def test_a_long_span_keeps_its_newest_routine_tool_calls_and_every_failed_one() -> None:
+    turns: list[dict[str, Any]] = []
+    for number in range(40):
+        turns += _call(number, f"src/module_{number}.py")
+    failed = _call(99, "src/broken.py")
+    failed[1]["content"] = "Traceback: error reading src/broken.py"
+    turns = failed + turns
+    tools = [text for kind, text in _extract(turns) if kind == "tool"]
+    assert len(tools) == DONE_TOOL_CALLS_PER_SPAN + 1
+    assert any("broken.py" in text and "failed" in text for text in tools)
+    assert any("module_39.py" in text for text in tools)
+    assert not any("module_0.py" in text for text in tools)
+
+
+async def test_a_long_chatter_span_gives_a_small_memory_and_nothing_outlives_the_call() -> None:
+    messages: list[dict[str, Any]] = [{"role": "system", "content": "You are helpful."}]
+    for i in range(3_000):
+        words = CHATTER.split()
+        text = " ".join(words[i % 7 :] + words[: i % 7])  # every text distinct
+        messages.append({"role": "user", "content": f"[P{i % 6}] {text}"})
+        messages.append({"role": "assistant", "content": f"noted {text[:200]}"})
+    messages.append({"role": "user", "content": "[P0] and now?"})
+    compressor = ContextCompressor(CompressorConfig(context_length=64_000), None)
+    gc.collect()
+    tracemalloc.start()
+    base = tracemalloc.get_traced_memory()[0]
+    result = await compressor.compress(messages)
+    assert result.outcome == "compressed" and result.memory is not None
+    kinds = [entry.kind for entry in result.memory.entries]
+    assert len(kinds) <= 6 + 1 + 1  # participants, the latest ask, at most a stray line
+    del result, compressor
+    gc.collect()
+    retained = tracemalloc.get_traced_memory()[0] - base
+    tracemalloc.stop()
+    assert retained < 200_000  # no per-call memo or copy survives the call
