@@ -151,15 +151,13 @@ async def soak(plan: Plan, directory: Path) -> Outcome:
         begin = time.perf_counter()
         await asyncio.gather(*(chat(c) for c in range(plan.chats)))
         outcome.ingest = time.perf_counter() - begin
+        # Lanes and background compactions (hygiene may outlive the turn that waited for it).
         await gateway.join()
         outcome.wall = time.perf_counter() - begin
-        # Compactions started by hygiene may outlive the turn that waited for them.
-        while gateway._background:  # noqa: ASYNC110 - no public "idle" signal to wait on
-            await asyncio.sleep(0.05)
         sampling.cancel()
         outcome.rss_mb.append(_rss_mb())
         outcome.active_lanes = gateway.lanes.active_lanes
-        outcome.background_tasks = len(gateway._background)
+        outcome.background_tasks = int(gateway.compactions.busy)
         outcome.summary_calls = endpoint.calls
         outcome.llm_calls = llm.calls
         await _verify(app.services.store, plan, texts, addressed, adapter, outcome)
