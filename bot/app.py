@@ -94,9 +94,7 @@ class App:
         store = self._store or create_store(config.storage.database, clock=self._clock)
         await store.open()
         self._store = store
-        observe_commits = getattr(store, "observe_commits", None)
-        if observe_commits is not None:
-            observe_commits(self.metrics.store_committed)
+        store.observe_commits(self.metrics.store_committed)
         llm = self._llm or self._make_llm()
         self._llm = llm
         context_length, source = await self._context_length(llm)
