@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from bot.compaction import SessionCompactor
 from bot.llm import ContextOverflowError, LLMClient, LLMError, LLMResponse
 from bot.llm_stream import TextSink, complete_maybe_streaming
-from bot.store.base import NewMessage, Store
+from bot.store.base import NewMessage, SessionRecord, Store
 from bot.tools import TOOL_SCHEMAS, ToolContext, run_tool
 from bot.working_set import ActiveTranscript, WorkingSet
 from compression import CompressorConfig, ContextCompressor
@@ -104,12 +104,13 @@ class AgentRunner:
         )
         turn.anchor_id = request.anchor_id
         try:
-            return await self._run(turn)
+            return await self._run(turn, session)
         finally:
             await self._record_usage(turn)
 
-    async def _run(self, turn: _Turn) -> TurnResult:
-        await self._load(turn)
+    async def _run(self, turn: _Turn, session: SessionRecord) -> TurnResult:
+        # The record just read serves the first load, unless the prompt was written since.
+        await self._load(turn, session if session.system_prompt is not None else None)
         await self._preflight(turn)
         for round_no in range(MAX_TOOL_ROUNDS + 1):
             if (
@@ -242,12 +243,14 @@ class AgentRunner:
         await self._load(turn)
         return idle
 
-    async def _load(self, turn: _Turn) -> None:
+    async def _load(self, turn: _Turn, session: SessionRecord | None = None) -> None:
         """The request: the transcript up to the anchor, plus this turn's own tool round-trips.
 
-        The compressor is rebuilt from the row each time, so no state is held across a wait.
+        The compressor is rebuilt from the row each time (read now unless `session` is that
+        fresh row), so no state is held across a wait.
         """
-        session = await self._store.get_session(turn.request.session_id)
+        if session is None:
+            session = await self._store.get_session(turn.request.session_id)
         active = await self._working_set.active(session)
         turn.anchor_id = _current_anchor(active, turn.anchor_id, turn.request.anchor_platform_id)
         turn.version = session.version

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import Callable
 from datetime import UTC, datetime
+from functools import partial
+from typing import Any
 
 from bot.store import rows
 from bot.store.base import CompressionEvent, LockRecord, Pin, UsagePurpose, UsageRow
@@ -14,6 +17,15 @@ from bot.store.sqlite_writes import (
     event_params,
     mark_processed,
     prune_processed,
+)
+
+ADD_USAGE_SQL = (
+    "INSERT INTO usage(chat_key, user_id, day, purpose, prompt_tokens,"
+    " completion_tokens, calls) VALUES (?, ?, ?, ?, ?, ?, 1)"
+    " ON CONFLICT(chat_key, user_id, day, purpose) DO UPDATE SET"
+    " prompt_tokens = prompt_tokens + excluded.prompt_tokens,"
+    " completion_tokens = completion_tokens + excluded.completion_tokens,"
+    " calls = calls + 1"
 )
 
 
@@ -133,16 +145,9 @@ class Bookkeeping:
         day: str | None = None,
     ) -> None:
         day = day or datetime.fromtimestamp(self._clock(), UTC).date().isoformat()
-        async with self._db.transaction() as conn:
-            await conn.execute(
-                "INSERT INTO usage(chat_key, user_id, day, purpose, prompt_tokens,"
-                " completion_tokens, calls) VALUES (?, ?, ?, ?, ?, ?, 1)"
-                " ON CONFLICT(chat_key, user_id, day, purpose) DO UPDATE SET"
-                " prompt_tokens = prompt_tokens + excluded.prompt_tokens,"
-                " completion_tokens = completion_tokens + excluded.completion_tokens,"
-                " calls = calls + 1",
-                (chat_key, user_id or "", day, purpose, prompt_tokens, completion_tokens),
-            )
+        params = (chat_key, user_id or "", day, purpose, prompt_tokens, completion_tokens)
+        # Once per model call: one writer-thread hop instead of BEGIN, INSERT and COMMIT apart.
+        await self._db.run_in_writer(partial(_add_usage, params=params))
 
     async def usage(self, chat_key: str, since_day: str) -> list[UsageRow]:
         found = await self._db.fetchall(
@@ -181,3 +186,7 @@ class Bookkeeping:
                 "DELETE FROM pins WHERE chat_key = ? AND id = ?", (chat_key, pin_id)
             )
         return cur.rowcount == 1
+
+
+def _add_usage(conn: sqlite3.Connection, params: tuple[Any, ...]) -> None:
+    conn.execute(ADD_USAGE_SQL, params)

@@ -7,6 +7,7 @@ only ever holds the state before it or the state after it (SPEC 4).
 from __future__ import annotations
 
 import logging
+import sqlite3
 from collections.abc import Callable, Sequence
 from functools import partial
 from typing import Any
@@ -46,6 +47,10 @@ log = logging.getLogger(__name__)
 COUNT_ACTIVE_SQL = (
     "SELECT coalesce(sum(tokens), 0), count(*) FROM messages WHERE session_id = ? AND active = 1"
 )
+WRITE_STATE_SQL = (
+    f"UPDATE sessions SET {', '.join(f'{column} = ?' for column in rows.STATE_COLUMNS)}"
+    " WHERE id = ?"
+)
 INSERT_EVENT_SQL = (
     "INSERT INTO compression_events(chat_key, session_id, trigger, started_at,"
     " ended_at, outcome, messages_before, messages_after, tokens_before,"
@@ -74,15 +79,15 @@ class CompactionWrites:
     async def apply_state_delta(
         self, session_id: int, expected_version: int, delta: StateDelta
     ) -> CompressorState | None:
-        async with self._db.transaction() as conn:
-            row = await one(conn, "SELECT * FROM sessions WHERE id = ?", (session_id,))
-            if row is None:
-                raise SessionNotFound(session_id)
-            if row["version"] != expected_version:
-                return None
-            state = delta(rows.session_from_row(row).compressor)
-            await _write_state(conn, session_id, state)
-        return state
+        # Once per answered turn: one writer-thread hop instead of one per statement.
+        return await self._db.run_in_writer(
+            partial(
+                _apply_state_delta,
+                session_id=session_id,
+                expected_version=expected_version,
+                delta=delta,
+            )
+        )
 
     async def archive_and_compact(
         self,
@@ -249,10 +254,20 @@ async def count_active(conn: aiosqlite.Connection, session_id: int) -> tuple[int
 
 
 async def _write_state(conn: aiosqlite.Connection, session_id: int, state: CompressorState) -> None:
-    assignments = ", ".join(f"{column} = ?" for column in rows.STATE_COLUMNS)
-    await conn.execute(
-        f"UPDATE sessions SET {assignments} WHERE id = ?", (*rows.state_params(state), session_id)
-    )
+    await conn.execute(WRITE_STATE_SQL, (*rows.state_params(state), session_id))
+
+
+def _apply_state_delta(
+    conn: sqlite3.Connection, session_id: int, expected_version: int, delta: StateDelta
+) -> CompressorState | None:
+    row = conn.execute("SELECT * FROM sessions WHERE id = ?", (session_id,)).fetchone()
+    if row is None:
+        raise SessionNotFound(session_id)
+    if row["version"] != expected_version:
+        return None
+    state = delta(rows.session_from_row(row).compressor)
+    conn.execute(WRITE_STATE_SQL, (*rows.state_params(state), session_id))
+    return state
 
 
 def event_params(event: CompressionEvent) -> tuple[Any, ...]:
