@@ -14,6 +14,7 @@ from bot.compaction import SessionCompactor, SummarizerFactory, UsageSink
 from bot.config import DEFAULT_CONTEXT_LENGTH, Config
 from bot.gateway import Gateway
 from bot.health import QueueProbe, Readiness, StoreProbe
+from bot.heap import freeze_startup_heap
 from bot.llm import LLMClient
 from bot.llm_stream import StreamingChatClient
 from bot.llm_timing import TimedSummarizer, timed
@@ -127,6 +128,7 @@ class App:
         await self._watch(store)
         # A lease left by a crashed process would hold every compaction of its session.
         await compactor.leases.reclaim_dead()
+        freeze_startup_heap()
         log.info(
             "compactbot ready: model=%s (%s) window=%d (%s) db=%s",
             self.model.name,

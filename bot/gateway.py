@@ -87,16 +87,14 @@ class Gateway:
         Messages between commands share one transaction; a command is committed and run before
         anything after it is stored, so "/new" then a message puts the message in the new session.
         """
+        allowed_chats = self.services.config.gateway.allowed_chats
         async with self._order.holding(message.chat_key for message, _ in batch):
             run: list[Delivery] = []
             for message, adapter in batch:
                 # No member can forge an earlier summary, by text or display name (SPEC 6.9).
-                message = replace(
-                    message,
-                    text=neutralise(message.text),
-                    author_name=neutralise(message.author_name),
-                )
-                allowed_chats = self.services.config.gateway.allowed_chats
+                text, name = neutralise(message.text), neutralise(message.author_name)
+                if text is not message.text or name is not message.author_name:
+                    message = replace(message, text=text, author_name=name)
                 if not ingress.allowed(message.chat_key, allowed_chats):
                     await self._refuse_chat(message, adapter)
                     continue

@@ -8,8 +8,7 @@ dedup + chat upsert + store in one transaction, then limits for what will be ans
 from __future__ import annotations
 
 import asyncio
-import contextlib
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from bot.activation import activated
@@ -117,30 +116,60 @@ class ChatOrder:
     chat's updates between a command's commit and its effect. Idle chats hold no lock object."""
 
     def __init__(self) -> None:
-        self._locks: dict[str, asyncio.Lock] = {}
-        self._users: dict[str, int] = {}
+        # Per chat in use: its lock and how many callers hold or wait for it.
+        self._chats: dict[str, _ChatLock] = {}
 
     @property
     def chats_in_use(self) -> int:
-        return len(self._locks)
+        return len(self._chats)
 
-    @contextlib.asynccontextmanager
-    async def holding(self, chat_keys: Iterable[str]) -> AsyncIterator[None]:
+    def holding(self, chat_keys: Iterable[str]) -> _Holding:
         # Sorted, so two batches that share chats always take their locks in the same order.
-        keys = sorted(set(chat_keys))
-        for key in keys:
-            self._users[key] = self._users.get(key, 0) + 1
-            self._locks.setdefault(key, asyncio.Lock())
-        held: list[str] = []
+        return _Holding(self._chats, sorted(set(chat_keys)))
+
+
+@dataclass(slots=True)
+class _ChatLock:
+    lock: asyncio.Lock
+    users: int = 0
+
+
+class _Holding:
+    """`async with`: every key's lock, taken in order; a class, not a generator, since it is
+    entered once per inbound update."""
+
+    __slots__ = ("_chats", "_held", "_keys")
+
+    def __init__(self, chats: dict[str, _ChatLock], keys: list[str]) -> None:
+        self._chats = chats
+        self._keys = keys
+        self._held: list[_ChatLock] = []
+
+    async def __aenter__(self) -> None:
+        chats = self._chats
+        wanted = []
+        for key in self._keys:
+            chat = chats.get(key)
+            if chat is None:
+                chat = chats[key] = _ChatLock(asyncio.Lock())
+            chat.users += 1
+            wanted.append(chat)
         try:
-            for key in keys:
-                await self._locks[key].acquire()
-                held.append(key)
-            yield
-        finally:
-            for key in held:
-                self._locks[key].release()
-            for key in keys:
-                self._users[key] -= 1
-                if not self._users[key]:
-                    del self._users[key], self._locks[key]
+            for chat in wanted:
+                await chat.lock.acquire()
+                self._held.append(chat)
+        except BaseException:
+            self._release()
+            raise
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        self._release()
+
+    def _release(self) -> None:
+        for chat in self._held:
+            chat.lock.release()
+        for key in self._keys:
+            chat = self._chats[key]
+            chat.users -= 1
+            if not chat.users:
+                del self._chats[key]

@@ -57,6 +57,7 @@ class Metrics:
         self.received = Counter(
             f"{PREFIX}_messages_received", "New inbound messages.", ["platform"], registry=r
         )
+        self._received_by_platform: dict[str, Counter] = {}
         self.answered = Counter(
             f"{PREFIX}_messages_answered", "Turns that produced a reply.", ["platform"], registry=r
         )
@@ -159,7 +160,11 @@ class Metrics:
     # --- the calls the pipeline makes -----------------------------------------------------
 
     def message_received(self, platform: str, chat_key: str) -> None:
-        self.received.labels(platform).inc()
+        # Once per inbound message: the labelled child is looked up once per platform.
+        child = self._received_by_platform.get(platform)
+        if child is None:
+            child = self._received_by_platform[platform] = self.received.labels(platform)
+        child.inc()
         if self.chat_labels:
             self.chat_received.labels(chat_key).inc()
 

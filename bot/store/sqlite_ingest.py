@@ -22,6 +22,11 @@ PRUNE_INTERVAL_SECONDS = 3600
 OPEN_SESSION_SQL = (
     "SELECT * FROM sessions WHERE chat_key = ? AND scope_user IS ? AND ended_at IS NULL"
 )
+# The open session and its last seq in one statement: one lookup per session and batch.
+OPEN_SESSION_WITH_SEQ_SQL = (
+    "SELECT s.*, (SELECT coalesce(max(seq), 0) FROM messages WHERE session_id = s.id) AS max_seq"
+    " FROM sessions s WHERE chat_key = ? AND scope_user IS ? AND ended_at IS NULL"
+)
 MARK_PROCESSED_SQL = (
     "INSERT OR IGNORE INTO processed_updates(platform, update_id, seen_at) VALUES (?, ?, ?)"
 )
@@ -76,7 +81,7 @@ def ingest_batch(
     for appending in open_sessions.values():
         appending.flush(conn, now)
     results = [
-        replace(result, message_id=appending.ids[index])
+        IngestResult(False, result.session, appending.ids[index])
         if appending is not None and index >= 0
         else result
         for result, appending, index in pending
@@ -111,11 +116,13 @@ def _appending(
     scope = (item.chat_key, item.scope_user)
     appending = open_sessions.get(scope)
     if appending is None:
-        row = conn.execute(OPEN_SESSION_SQL, scope).fetchone()
+        row = conn.execute(OPEN_SESSION_WITH_SEQ_SQL, scope).fetchone()
         if row is None:
             row = start_session(conn, item.chat_key, item.scope_user, now)
-        session = rows.session_from_row(row)
-        appending = _Appending(session, max_seq(conn, session.id))
+            base_seq = 0
+        else:
+            base_seq = row["max_seq"]
+        appending = _Appending(rows.session_from_row(row), base_seq)
         open_sessions[scope] = appending
     return appending
 
@@ -163,6 +170,12 @@ def _insert_messages(
     messages: Sequence[NewMessage],
     now: float,
 ) -> list[int]:
+    if len(messages) == 1:
+        # The usual share of a batch: the row id comes with the insert, no read-back.
+        params = rows.message_params(messages[0], session_id, base + 1, now)
+        row_id = conn.execute(rows.INSERT_MESSAGE_SQL, params).lastrowid
+        assert row_id is not None
+        return [row_id]
     conn.executemany(
         rows.INSERT_MESSAGE_SQL,
         [rows.message_params(m, session_id, base + i + 1, now) for i, m in enumerate(messages)],

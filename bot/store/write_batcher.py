@@ -71,9 +71,9 @@ class WriteBatcher(Generic[T, R]):
         self._queue.append(_Pending(item, done))
         if self._flusher is None:
             self._flusher = asyncio.create_task(self._flush())
-        # A cancelled caller's item may still be committed (it is already queued), exactly as
-        # if it had been cancelled just after its own single-item commit.
-        return await asyncio.shield(done)
+        # A cancelled caller cancels only its own future: the item is already queued and may
+        # still be committed, exactly as if it had been cancelled just after that commit.
+        return await done
 
     async def close(self) -> None:
         """Refuse new items and wait until the queued ones are written."""
