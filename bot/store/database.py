@@ -40,6 +40,8 @@ class Database:
         self._reader: aiosqlite.Connection | None = None
         self._write_lock = asyncio.Lock()
         self.fts_tokenizer = UNICODE61
+        # The index is filled behind the writer (schema 10); False on an older read-only file.
+        self.fts_watermark = True
         # Called with each committed transaction's seconds, waiting for the writer included.
         self.on_commit: Callable[[float], None] | None = None
 
@@ -53,6 +55,7 @@ class Database:
         if self.read_only:
             self._reader = await _connect_read_only(self.path)
             self.fts_tokenizer = await _schema_tokenizer(self._reader)
+            self.fts_watermark = await _has_fts_watermark(self._reader)
             return
         in_memory = self.path == MEMORY
         if not in_memory:
@@ -218,3 +221,8 @@ async def _schema_tokenizer(conn: aiosqlite.Connection) -> str:
     """The tokenizer the index was built with, which may predate this SQLite's capabilities."""
     row = await one(conn, "SELECT sql FROM sqlite_master WHERE name = 'messages_fts'")
     return TRIGRAM if row is not None and TRIGRAM in row[0] else UNICODE61
+
+
+async def _has_fts_watermark(conn: aiosqlite.Connection) -> bool:
+    row = await one(conn, "SELECT 1 FROM sqlite_master WHERE name = 'fts_indexed'")
+    return row is not None

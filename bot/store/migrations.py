@@ -238,6 +238,28 @@ CREATE INDEX IF NOT EXISTS message_revisions_message ON message_revisions(messag
 """
 
 
+# The index is filled behind the writer (bot/store/sqlite_fts.py): a row is in messages_fts
+# exactly when its id is <= fts_indexed.upto, and search scans the rows above it. Edits and
+# deletes of rows not yet indexed leave the index alone; the indexer reads their current text.
+_SCHEMA_V10 = f"""
+DROP TRIGGER IF EXISTS messages_fts_insert;
+DROP TRIGGER IF EXISTS messages_fts_delete;
+DROP TRIGGER IF EXISTS messages_fts_update;
+CREATE TABLE IF NOT EXISTS fts_indexed (upto INTEGER NOT NULL);
+INSERT INTO fts_indexed(upto) SELECT coalesce(max(id), 0) FROM messages;
+CREATE TRIGGER IF NOT EXISTS messages_fts_delete AFTER DELETE ON messages
+    WHEN old.id <= (SELECT upto FROM fts_indexed) BEGIN
+    INSERT INTO messages_fts(messages_fts, rowid, text) VALUES ('delete', old.id, {_FTS_TEXT_OLD});
+END;
+CREATE TRIGGER IF NOT EXISTS messages_fts_update
+    AFTER UPDATE OF content, content_format, tool_calls ON messages
+    WHEN old.id <= (SELECT upto FROM fts_indexed) BEGIN
+    INSERT INTO messages_fts(messages_fts, rowid, text) VALUES ('delete', old.id, {_FTS_TEXT_OLD});
+    INSERT INTO messages_fts(rowid, text) VALUES (new.id, {_FTS_TEXT_NEW});
+END;
+"""
+
+
 @dataclass(frozen=True, slots=True)
 class Migration:
     version: int
@@ -256,6 +278,8 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(3, "session memory entries", _SCHEMA_V3),
     Migration(4, "dead-letter table for updates that could not be ingested", _SCHEMA_V4),
     Migration(7, "platform message ids and message revisions", _SCHEMA_V7),
+    # 8 and 9 belong to other changes of this release (durable turns, shared limits).
+    Migration(10, "full-text index filled behind the writer", _SCHEMA_V10),
 )
 LATEST_VERSION = MIGRATIONS[-1].version
 

@@ -27,6 +27,7 @@ from bot.store.memory_rows import SELECT_ENTRIES_SQL, SELECT_REREAD_SQL, memory_
 from bot.store.migrations import TRIGRAM, indexed_text
 from bot.store.revisions import Revisions
 from bot.store.settings_cache import RawSettingsCache
+from bot.store.sqlite_fts import QUIET_SECONDS, BackgroundIndexer
 from bot.store.sqlite_ingest import OPEN_SESSION_SQL
 from bot.store.sqlite_tables import SqliteTables
 from bot.store.sqlite_writes import COUNT_ACTIVE_SQL, CompactionWrites, start_session
@@ -48,8 +49,10 @@ class SqliteStore(CompactionWrites, Bookkeeping, DeadLetters, Revisions):
         *,
         clock: Callable[[], float] = time.time,
         read_only: bool = False,
+        index_quiet_seconds: float = QUIET_SECONDS,
     ) -> None:
         self._db = Database(path, read_only=read_only)
+        self._fts = BackgroundIndexer(self._db, quiet_seconds=index_quiet_seconds)
         self._clock = clock
         self._last_prune = 0.0
         self._settings_cache = RawSettingsCache(clock)
@@ -68,10 +71,19 @@ class SqliteStore(CompactionWrites, Bookkeeping, DeadLetters, Revisions):
         self._db.on_commit = callback
 
     async def open(self) -> None:
+        if self._db.is_open:
+            return
         await self._db.open()
+        if not self._db.read_only:
+            self._fts.start()
 
     async def close(self) -> None:
+        await self._fts.close()
         await self._db.close()
+
+    async def index_pending(self) -> int:
+        """Put every stored row in the full-text index now; how many were not yet in it."""
+        return await self._fts.index_pending()
 
     async def __aenter__(self) -> SqliteStore:
         await self.open()
@@ -231,9 +243,11 @@ class SqliteStore(CompactionWrites, Bookkeeping, DeadLetters, Revisions):
     ) -> list[list[int]]:
         """`append_messages` for several sessions in one transaction (all or nothing)."""
         now = self._clock()
-        return await self._db.run_in_writer(
+        ids = await self._db.run_in_writer(
             partial(sqlite_ingest.append_batch, items=items, now=now)
         )
+        self._fts.added(sum(len(found) for found in ids))
+        return ids
 
     async def load_active(self, session_id: int) -> list[StoredMessage]:
         found = await self._db.fetchall(
@@ -295,13 +309,17 @@ class SqliteStore(CompactionWrites, Bookkeeping, DeadLetters, Revisions):
         limit = clamp_limit(limit)
         fetch = limit * FETCH_FACTOR
         found: list[Any] = []
+        escaped = needle.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+        pattern = f"%{escaped}%"
         if self._db.fts_tokenizer != TRIGRAM or len(needle) >= TRIGRAM_MIN_CHARS:
             phrase = '"' + needle.replace('"', '""') + '"'
-            found = await self._db.fetchall(_FTS_SEARCH_SQL, (phrase, chat_key, fetch))
+            if self._db.fts_watermark:
+                params: tuple[Any, ...] = (phrase, chat_key, chat_key, pattern, fetch)
+                found = await self._db.fetchall(_INDEX_AND_TAIL_SEARCH_SQL, params)
+            else:
+                found = await self._db.fetchall(_FTS_SEARCH_SQL, (phrase, chat_key, fetch))
         if not found:
             # Short needles, and CJK substrings under unicode61, only a scan can find.
-            escaped = needle.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-            pattern = f"%{escaped}%"
             found = await self._db.fetchall(_LIKE_SEARCH_SQL, (chat_key, pattern, fetch))
         return distinct_hits((rows.hit_from_row(r) for r in found), limit)
 
@@ -324,6 +342,16 @@ _FTS_SEARCH_SQL = (
     f"SELECT {_HIT_COLUMNS} FROM messages_fts JOIN messages m ON m.id = messages_fts.rowid"
     " JOIN sessions s ON s.id = m.session_id"
     " WHERE messages_fts MATCH ? AND s.chat_key = ? ORDER BY m.id DESC LIMIT ?"
+)
+# The index up to the watermark and a scan of the rows above it (not yet indexed), read in one
+# statement so both halves see the same watermark.
+_INDEX_AND_TAIL_SEARCH_SQL = (
+    f"SELECT {_HIT_COLUMNS} FROM messages_fts JOIN messages m ON m.id = messages_fts.rowid"
+    " JOIN sessions s ON s.id = m.session_id WHERE messages_fts MATCH ? AND s.chat_key = ?"
+    f" UNION ALL SELECT {_HIT_COLUMNS} FROM messages m JOIN sessions s ON s.id = m.session_id"
+    " WHERE m.id > (SELECT upto FROM fts_indexed) AND s.chat_key = ?"
+    # 1 is m.id: a compound statement orders by result column.
+    f" AND ({indexed_text('m')}) LIKE ? ESCAPE '\\' ORDER BY 1 DESC LIMIT ?"
 )
 # The scan looks at the text the index holds: a list content's text parts, not its JSON.
 _LIKE_SEARCH_SQL = (

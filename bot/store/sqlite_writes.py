@@ -27,6 +27,7 @@ from bot.store.base import (
 )
 from bot.store.database import Database, one
 from bot.store.memory_rows import write_memory
+from bot.store.sqlite_fts import BackgroundIndexer
 from bot.store.sqlite_ingest import (
     INSERT_CHAT_SQL,
     INSERT_SESSION_SQL,
@@ -64,6 +65,7 @@ class CompactionWrites:
     _db: Database
     _clock: Callable[[], float]
     _last_prune: float = 0.0
+    _fts: BackgroundIndexer
 
     async def ingest(self, items: Sequence[IngestItem]) -> list[IngestResult]:
         if not items:
@@ -74,6 +76,7 @@ class CompactionWrites:
         )
         # Only once committed: a rolled-back prune must be tried again.
         self._last_prune = pruned
+        self._fts.added(sum(1 for r in results if r.message_id is not None))
         return results
 
     async def apply_state_delta(
@@ -138,6 +141,7 @@ class CompactionWrites:
                     "DELETE FROM compression_locks WHERE session_id = ? AND holder = ?",
                     (sid, holder),
                 )
+        self._fts.added(len(inserted_ids))
         return CompactionCommit(
             archived=archived,
             inserted=len(inserted_ids),
