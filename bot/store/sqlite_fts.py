@@ -24,6 +24,8 @@ log = logging.getLogger(__name__)
 INDEX_CHUNK_ROWS = 128
 # Index when no row was added for this long: between bursts, not inside them.
 QUIET_SECONDS = 0.02
+# Fewer rows wait for more: a transaction per message would cost the writer more than it saves.
+MIN_INDEX_ROWS = 64
 # Past this backlog the indexer runs even while rows keep arriving, which bounds the scan
 # search makes of the unindexed tail (a few ms).
 MAX_UNINDEXED_ROWS = 2_000
@@ -92,12 +94,11 @@ class BackgroundIndexer:
     async def _run(self) -> None:
         while True:
             await self._added.wait()
-            while self._backlog < MAX_UNINDEXED_ROWS:
-                self._added.clear()
-                await asyncio.sleep(self._quiet)
-                if not self._added.is_set():
-                    break
             self._added.clear()
+            if self._backlog < MAX_UNINDEXED_ROWS:
+                await asyncio.sleep(self._quiet)
+                if self._added.is_set() or self._backlog < MIN_INDEX_ROWS:
+                    continue  # still busy, or too few rows to be worth a transaction yet
             try:
                 await self.index_pending()
             except Exception:

@@ -105,3 +105,13 @@ async def test_rows_left_unindexed_by_a_closed_store_are_found_and_indexed_on_re
         # The start-up pass runs at once, without waiting for a quiet moment.
         assert await indexed_by_itself(store)
         assert await texts(store, "behind") == ["[alice] left behind"]
+
+
+async def test_a_few_rows_wait_for_more_before_taking_a_transaction(tmp_path: Path) -> None:
+    async with SqliteStore(tmp_path / "s.db", index_quiet_seconds=0.0) as store:
+        session = await store.active_session("console:room")
+        await store.append_messages(session.id, [user(f"note {i}") for i in range(3)])
+        for _ in range(20):  # however long it is quiet, three rows are not worth indexing alone
+            await asyncio.sleep(0.005)
+
+        assert await store.index_pending() == 3
