@@ -70,6 +70,9 @@ async def measure(results: Results, directory: Path, *, turns: int) -> None:
             ]
             for begin in range(0, len(rows), FILL_CHUNK_ROWS):
                 await store.append_batch([(session.id, rows[begin : begin + FILL_CHUNK_ROWS])])
+            # The fill arrives at once; rows that came one by one would long since be indexed
+            # for search, so the turns do not share the writer with that catch-up.
+            await store.index_pending()
             llm = _InstantLLM()
             working_set = WorkingSet(store)
             compactor = SessionCompactor(store, counter, lambda _usage: None)
