@@ -7,10 +7,12 @@ import asyncio
 from collections.abc import AsyncIterator
 from pathlib import Path
 
+import aiosqlite
 import pytest
 
 from bot.store import SqliteStore
 from bot.store.base import IngestItem
+from bot.store.migrations import apply_migrations
 from tests.store.factories import user
 
 NEVER_QUIET = 3_600.0  # the indexer waits for a quiet moment that never comes in a test
@@ -115,3 +117,27 @@ async def test_a_few_rows_wait_for_more_before_taking_a_transaction(tmp_path: Pa
             await asyncio.sleep(0.005)
 
         assert await store.index_pending() == 3
+
+
+async def test_rows_indexed_before_migration_ten_count_as_indexed(tmp_path: Path) -> None:
+    path = tmp_path / "old.db"
+    async with aiosqlite.connect(path, isolation_level=None) as conn:
+        await apply_migrations(conn, up_to=7)  # the insert trigger indexes every row
+        await conn.execute(
+            "INSERT INTO chats(key, platform, created_at) VALUES ('console:room', 'console', 1)"
+        )
+        await conn.execute(
+            "INSERT INTO sessions(chat_key, started_at, last_activity_at) VALUES"
+            " ('console:room', 1, 1)"
+        )
+        await conn.execute(
+            "INSERT INTO messages(session_id, seq, role, content, tokens, created_at)"
+            " VALUES (1, 1, 'user', 'indexed by the old trigger', 9, 1)"
+        )
+
+    async with SqliteStore(path, index_quiet_seconds=NEVER_QUIET) as store:
+        assert await store.index_pending() == 0  # indexing it again would duplicate it
+        await store.set_message_content(1, "edited after the upgrade", 4)
+
+        assert await texts(store, "old trigger") == []
+        assert await texts(store, "after the upgrade") == ["edited after the upgrade"]
