@@ -23,6 +23,7 @@ from bot.store.base import (
 from bot.store.hits import FETCH_FACTOR, clamp_limit, distinct_hits
 from bot.store.postgres_bookkeeping import PostgresBookkeeping
 from bot.store.postgres_database import PostgresDatabase, affected, redacted_dsn
+from bot.store.postgres_limits import PostgresLimits
 from bot.store.postgres_memory import load_memory
 from bot.store.postgres_revisions import PostgresRevisions
 from bot.store.postgres_tables import PostgresTables
@@ -40,7 +41,7 @@ from compression.state import CompressorState
 log = logging.getLogger(__name__)
 
 
-class PostgresStore(PostgresWrites, PostgresBookkeeping, PostgresRevisions):
+class PostgresStore(PostgresWrites, PostgresBookkeeping, PostgresRevisions, PostgresLimits):
     """`Store` on a PostgreSQL database (`postgresql://…`; `?search_path=` picks the schema)."""
 
     def __init__(self, dsn: str, *, clock: Callable[[], float] = time.time) -> None:
@@ -53,6 +54,11 @@ class PostgresStore(PostgresWrites, PostgresBookkeeping, PostgresRevisions):
     def location(self) -> str:
         """The DSN without its password, for logs and banners."""
         return redacted_dsn(self._db.dsn)
+
+    @property
+    def dsn(self) -> str:
+        """The DSN as given (it may hold a password): for dedicated connections, never logs."""
+        return self._db.dsn
 
     @property
     def cjk_trigrams(self) -> bool:
