@@ -19,6 +19,7 @@ from compression.handoff import take_handoffs
 from compression.memory import Memory, MessageSource
 from compression.memory_render import render_memory
 from compression.message_counts import input_counts, recounted, total_of
+from compression.message_hints import checked_hints
 from compression.prune import prune_tracked
 from compression.redact import redaction_memo
 from compression.result import CompressionResult, Outcome
@@ -38,8 +39,9 @@ Messages = Sequence[Mapping[str, Any]]
 
 @dataclass(frozen=True, slots=True)
 class _Plan:
-    working: list[dict[str, Any]]
+    working: list[Mapping[str, Any]]
     tokens: list[int]  # one per working message
+    hints: list[int | None] | None  # one per working message, when the caller gave them
     previous_summary: str | None
     previous_tokens: int  # an upper bound: the tokens of the messages that carried it
     boundaries: Boundaries
@@ -169,6 +171,7 @@ class ContextCompressor(ContextEngine):
         sources: Sequence[MessageSource | None] | None = None,
         reread: Mapping[str, Mapping[str, Any]] | None = None,
         token_counts: Sequence[int] | None = None,
+        hints: Sequence[int] | None = None,
     ) -> CompressionResult:
         """Compact `messages`; never raises for summarizer failures, never mutates the input.
 
@@ -179,19 +182,22 @@ class ContextCompressor(ContextEngine):
         caller's summary rows ("summary"), so no text is taken for one by its wording;
         `sources` (one per message) are recorded in the memory; `reread` holds the archived
         messages of `memory.reread` by id, read again by the summarizer (SPEC 6.11).
+        `hints`: one `message_hints()` per message, computed when the caller stored it.
         """
         counts = input_counts(messages, token_counts, self._counter)
+        hints = checked_hints(hints, len(messages))
         if memory is not None:
             self._memory = memory
         with redaction_memo():
             return await self._compress(
-                messages, counts, focus_topic, force, pins, urgent, kinds, sources, reread
+                messages, counts, hints, focus_topic, force, pins, urgent, kinds, sources, reread
             )
 
     async def _compress(
         self,
         messages: Messages,
         counts: list[int],
+        hints: Sequence[int] | None,
         focus_topic: str | None,
         force: bool,
         pins: Sequence[str],
@@ -206,7 +212,7 @@ class ContextCompressor(ContextEngine):
             self._state = breaker.lift_cooldown(self._state)
         elif breaker.is_paused(self._state, now):
             return self._unchanged(messages, before, "noop", "breaker paused", strike=False)
-        plan = self._plan(messages, counts, kinds)
+        plan = self._plan(messages, counts, kinds, hints)
         if plan.boundaries.empty:
             return self._unchanged(messages, before, "noop", "nothing to compress", strike=True)
         start, end = plan.boundaries.start, plan.boundaries.end
@@ -214,8 +220,14 @@ class ContextCompressor(ContextEngine):
         pruned_tokens = recounted(pruned, plan.tokens, changed, self._counter)
         middle = pruned[start:end]
         found = [_source(sources, plan.origin[i]) for i in range(start, end)]
+        known = plan.hints
         span = Span(
-            middle, [s.id if s else None for s in found], [s.at if s else None for s in found]
+            middle,
+            [s.id if s else None for s in found],
+            [s.at if s else None for s in found],
+            None
+            if known is None
+            else [None if i in changed else known[i] for i in range(start, end)],
         )
         middle_tokens = sum(pruned_tokens[start:end])
         summary = await self._summarise(
@@ -233,7 +245,11 @@ class ContextCompressor(ContextEngine):
         return self._completed(output, body, summary, before, after, end - start, now)
 
     def _plan(
-        self, messages: Messages, counts: Sequence[int], kinds: Sequence[str] | None
+        self,
+        messages: Messages,
+        counts: Sequence[int],
+        kinds: Sequence[str] | None,
+        hints: Sequence[int] | None = None,
     ) -> _Plan:
         flags = [kind == "summary" for kind in kinds] if kinds is not None else None
         handoff = take_handoffs(messages, flags)
@@ -254,8 +270,16 @@ class ContextCompressor(ContextEngine):
             tokens=tokens,
         )
         previous_tokens = sum(counts[i] for i in handoff.summary_sources)
+        # An unwrapped summary (source -1) is not the message its hint was computed for.
+        known = None if hints is None else [hints[i] if i >= 0 else None for i in handoff.sources]
         return _Plan(
-            working, tokens, handoff.previous_summary, previous_tokens, boundaries, handoff.origin
+            working,
+            tokens,
+            known,
+            handoff.previous_summary,
+            previous_tokens,
+            boundaries,
+            handoff.origin,
         )
 
     async def _summarise(

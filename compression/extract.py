@@ -54,10 +54,12 @@ def extract_update(
     *,
     today: dt.date,
     min_weight: int = 0,
+    empty: Sequence[bool] | None = None,
 ) -> MemoryUpdate:
     """Entries for `turns` (redacted here); `ids` and `times` are their sources, one per turn.
 
-    `min_weight` > 1: only lines that could weigh that much are read for candidates."""
+    `min_weight` > 1: only lines that could weigh that much are read for candidates.
+    `empty[i]` True: turn i is known to have no features (`read_features` is NO_FEATURES)."""
     names: dict[str, None] = {}
     found_in: list[tuple[Candidate, str, str | None, tuple[str, ...]]] = []
     additions: list[MemoryEntry] = []
@@ -66,7 +68,7 @@ def extract_update(
     calls: dict[tuple[str, str], _Call] = {}
     last_ask: tuple[str, str, Mapping[str, Any], str | None, float | None] | None = None
     read: dict[tuple[str, bool], Features] = {}  # repeated lines ("ok", "thanks") read once
-    for turn, source, at in zip(turns, ids, times, strict=True):
+    for index, (turn, source, at) in enumerate(zip(turns, ids, times, strict=True)):
         role = turn.get("role")
         if role == "tool":
             head = content_text(turn.get("content"))[:300].lower()
@@ -75,18 +77,17 @@ def extract_update(
             continue
         if role not in ("user", "assistant"):
             continue
-        text = _readable(content_text(turn.get("content")))
+        text, name = read_turn(turn)
         speaker = "assistant"
         if role == "user":
-            name, text = split_speaker(text.lstrip())
             if name:
                 names.setdefault(name)
             speaker = name or "user"
             if text.strip():
                 last_ask = (text, speaker, turn, source, at)
-        elif "<" in text:
-            text = strip_think(text)
-        if min_weight > 1 and not may_weigh(text, min_weight):
+        if (empty is not None and empty[index]) or (
+            min_weight > 1 and not may_weigh(text, min_weight)
+        ):
             if not turn.get("tool_calls"):
                 continue
             features = NO_FEATURES
@@ -147,6 +148,20 @@ def extract_update(
     if last_ask is not None:
         additions.append(_latest_ask(*last_ask))
     return MemoryUpdate(additions=tuple(replace(e, origin="extractor") for e in additions))
+
+
+def read_turn(turn: Mapping[str, Any]) -> tuple[str, str | None]:
+    """What the extractor reads of a user or assistant turn, and the user's name if any."""
+    text = _readable(content_text(turn.get("content")))
+    if turn.get("role") == "user":
+        name, text = split_speaker(text.lstrip())
+        return text, name
+    return (strip_think(text) if "<" in text else text), None
+
+
+def read_features(turn: Mapping[str, Any]) -> Features:
+    """The features the extractor finds in one user or assistant turn."""
+    return message_features(read_turn(turn)[0], turn.get("role") == "user")
 
 
 @lru_cache(maxsize=REDACTED_CACHE_TEXTS)

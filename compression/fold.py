@@ -18,6 +18,7 @@ from compression.extract import extract_update
 from compression.features import text_weight
 from compression.memory import Memory, MemoryUpdate, apply_update, norm_subject
 from compression.memory_format import format_current, parse_reply
+from compression.message_hints import FEATURELESS, SHOWN_FEATURELESS
 from compression.redact import redact
 from compression.result import Outcome
 from compression.state import CooldownCause
@@ -28,7 +29,7 @@ from compression.summarizer import (
     SummaryRequest,
     SummaryTransientError,
 )
-from compression.summary_input import chunk_turns, participants, summary_turns
+from compression.summary_chunks import summary_chunks
 
 log = logging.getLogger(__name__)
 
@@ -47,27 +48,45 @@ BACKUP_MIN_WEIGHT = 3
 
 @dataclass(frozen=True, slots=True)
 class Span:
-    """Turns to read, with the source message id and send time of each.
+    """Turns to read, with the source message id and send time of each, and what is known of
+    each turn on its own (`hints`, see message_hints; None where nothing is).
 
     The extractor reads the turns as they are (it redacts what it keeps); a summarizer gets
-    `prepared()` copies, redacted and truncated.
+    `chunks()` of copies, redacted and truncated.
     """
 
-    turns: list[dict[str, Any]]
+    turns: list[Any]
     ids: list[str | None]
     times: list[float | None]
+    hints: list[int | None] | None = None
 
-    def prepared(self) -> Span:
-        return Span(summary_turns(self.turns), self.ids, self.times)
+    def chunks(self, max_chars: int) -> list[tuple[Span, tuple[str, ...]]]:
+        """The summarizer's chunks of this span, each with the participants it shows."""
+        return [
+            (
+                Span(
+                    c.turns,
+                    self.ids[c.start : c.end],
+                    self.times[c.start : c.end],
+                    _shown_hints(self.hints, c.start, c.end),
+                ),
+                c.participants,
+            )
+            for c in summary_chunks(self.turns, max_chars, self.hints)
+        ]
 
-    def chunks(self, max_chars: int) -> list[Span]:
-        out: list[Span] = []
-        position = 0
-        for chunk in chunk_turns(self.turns, max_chars):
-            end = position + len(chunk)
-            out.append(Span(chunk, self.ids[position:end], self.times[position:end]))
-            position = end
-        return out
+    def featureless(self) -> list[bool] | None:
+        """Which turns the hints show to have no features for the extractor."""
+        if self.hints is None:
+            return None
+        return [hint is not None and bool(hint & FEATURELESS) for hint in self.hints]
+
+
+def _shown_hints(hints: list[int | None] | None, start: int, end: int) -> list[int | None] | None:
+    """The hints of a chunk's turns, which are the summarizer's copies of the span's."""
+    if hints is None:
+        return None
+    return [FEATURELESS if h is not None and h & SHOWN_FEATURELESS else 0 for h in hints[start:end]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,7 +116,9 @@ class Folded:
 def extract_all(memory: Memory, spans: Sequence[Span], today: dt.date) -> Memory:
     """The deterministic path: every span folded in by the extractor."""
     for span in spans:
-        memory = apply_update(memory, extract_update(span.turns, span.ids, span.times, today=today))
+        empty = span.featureless()
+        update = extract_update(span.turns, span.ids, span.times, today=today, empty=empty)
+        memory = apply_update(memory, update)
     return memory
 
 
@@ -133,12 +154,12 @@ async def fold(
 ) -> Folded:
     """Re-read marked spans first, then the new span; every chunk folds into `memory`."""
     pending = [
-        *(reread.prepared().chunks(ask.input_chars) if reread else []),
-        *span.prepared().chunks(ask.input_chars),
+        *(reread.chunks(ask.input_chars) if reread else []),
+        *span.chunks(ask.input_chars),
     ]
     reread_ids = {i for i in (reread.ids if reread else []) if i}
     failure: Folded | None = None
-    for position, chunk in enumerate(pending):
+    for position, (chunk, names) in enumerate(pending):
         shown = format_current(memory, max_chars=ask.memory_chars)
         request = SummaryRequest(
             turns=chunk.turns,
@@ -147,7 +168,7 @@ async def fold(
             focus_topic=ask.focus_topic,
             budget_tokens=ask.budget_tokens,
             today=ask.today,
-            participants=tuple(participants(chunk.turns)),
+            participants=names,
             pins=ask.pins,
             memory=shown or "",
             language=ask.language,
@@ -178,7 +199,7 @@ async def fold(
         waits = cause in ("transient", "network") and not urgent
         if waits or abort_on_failure:
             return Folded(None, "aborted", error, cause)
-        rest = pending[position:]
+        rest = [chunk for chunk, _ in pending[position:]]
         memory = extract_all(memory, rest, ask.today)
         if cause in ("transient", "network"):
             # Read by the extractor only because the model could not be waited for: the next
@@ -203,7 +224,12 @@ def _backup(update: MemoryUpdate, chunk: Span, today: dt.date) -> MemoryUpdate:
     # in the same chunk must not replace it.
     subjects = {norm_subject(entry.subject) for entry in update.additions if entry.subject}
     extracted = extract_update(
-        chunk.turns, chunk.ids, chunk.times, today=today, min_weight=BACKUP_MIN_WEIGHT
+        chunk.turns,
+        chunk.ids,
+        chunk.times,
+        today=today,
+        min_weight=BACKUP_MIN_WEIGHT,
+        empty=chunk.featureless(),
     )
     kept = tuple(
         entry

@@ -24,7 +24,7 @@ _ASCII_NEVER_SUMMARY = not SUMMARY_PREFIX_HEAD.isascii()
 class Handoff:
     """The transcript without earlier summaries, and those summaries' bodies, oldest first."""
 
-    messages: list[dict[str, Any]]
+    messages: list[Mapping[str, Any]]  # the caller's own objects, except the unwrapped ones
     bodies: tuple[str, ...]
     # Where each kept message came from in the input (-1: a merged message, now changed, so
     # its count is taken again), and the inputs that carried a summary: so the callers' token
@@ -43,7 +43,7 @@ def take_handoffs(
     messages: Sequence[Mapping[str, Any]], flags: Sequence[bool] | None = None
 ) -> Handoff:
     """Remove standalone summaries and unwrap merged ones; the input is not modified."""
-    kept: list[dict[str, Any]] = []
+    kept: list[Mapping[str, Any]] = []
     bodies: list[str] = []
     sources: list[int] = []
     summary_sources: list[int] = []
@@ -51,7 +51,7 @@ def take_handoffs(
     for index, message in enumerate(messages):
         flagged = flags[index] if flags is not None and index < len(flags) else None
         if not _may_be_summary(message, flagged):
-            kept.append(dict(message))
+            kept.append(message)
             sources.append(index)
             origin.append(index)
             continue

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
@@ -26,18 +25,18 @@ _COMMAND_TOOLS = frozenset({"terminal", "shell", "bash", "run_command", "execute
 
 def prune(messages: Sequence[Mapping[str, Any]], tail_start: int) -> list[dict[str, Any]]:
     """Copies of `messages` with tool output before `tail_start` shrunk; duplicates anywhere."""
-    return prune_tracked(messages, tail_start)[0]
+    return [dict(m) for m in prune_tracked(messages, tail_start)[0]]
 
 
 def prune_tracked(
     messages: Sequence[Mapping[str, Any]], tail_start: int
-) -> tuple[list[dict[str, Any]], set[int]]:
-    """`prune`, and the indices of the copies it changed (the others keep their token counts).
+) -> tuple[list[Mapping[str, Any]], set[int]]:
+    """`prune`, and the indices of the messages it changed (the others keep their token counts).
 
-    One pass finds the tool messages; only they are looked at again, so the cost over a long
-    transcript is a dict copy per message.
+    Only the changed messages are copies; the others are the caller's own objects, so a long
+    transcript costs one pass that finds the tool messages.
     """
-    out: list[dict[str, Any]] = [dict(m) for m in messages]
+    out: list[Mapping[str, Any]] = list(messages)
     results: list[int] = []
     callers: list[int] = []
     for index, message in enumerate(out):
@@ -51,12 +50,16 @@ def prune_tracked(
     for index in results:
         if index >= tail_start:
             break
-        if _shrink_result(out[index], calls):
+        shrunk = _shrunk_result(out[index], calls)
+        if shrunk is not None:
+            out[index] = shrunk
             changed.add(index)
     for index in callers:
         if index >= tail_start:
             break
-        if _shrink_call_arguments(out[index]):
+        shrunk = _shrunk_call_arguments(out[index])
+        if shrunk is not None:
+            out[index] = shrunk
             changed.add(index)
     return out, changed
 
@@ -71,39 +74,42 @@ def _calls_by_id(messages: Iterable[Mapping[str, Any]]) -> dict[str, Mapping[str
     return calls
 
 
-def _deduplicate_results(messages: list[dict[str, Any]], results: Sequence[int]) -> set[int]:
+def _deduplicate_results(messages: list[Mapping[str, Any]], results: Sequence[int]) -> set[int]:
     """Older identical results become a placeholder; the newest copy stays verbatim."""
-    seen: set[str] = set()
+    seen: set[str] = set()  # the texts themselves: hashing a str is cheaper than a digest
     changed: set[int] = set()
     for index in reversed(results):
         message = messages[index]
         content = message.get("content")
         if not isinstance(content, str) or len(content) < MIN_PRUNE_CHARS:
             continue
-        digest = hashlib.sha256(content.encode("utf-8", "replace")).hexdigest()
-        if digest in seen:
-            message["content"] = DUPLICATE_PLACEHOLDER
+        if content in seen:
+            messages[index] = {**message, "content": DUPLICATE_PLACEHOLDER}
             changed.add(index)
         else:
-            seen.add(digest)
+            seen.add(content)
     return changed
 
 
-def _shrink_result(message: dict[str, Any], calls: Mapping[str, Mapping[str, Any]]) -> bool:
+def _shrunk_result(
+    message: Mapping[str, Any], calls: Mapping[str, Mapping[str, Any]]
+) -> dict[str, Any] | None:
+    """A copy of a tool result with its output shrunk, or None when it stays as it is."""
     content = message.get("content")
     if isinstance(content, list):
-        message["content"] = [
-            {"type": "text", "text": SCREENSHOT_PLACEHOLDER}
-            if isinstance(part, Mapping) and part.get("type") in IMAGE_PART_TYPES
-            else part
-            for part in content
-        ]
-        return True
+        return {
+            **message,
+            "content": [
+                {"type": "text", "text": SCREENSHOT_PLACEHOLDER}
+                if isinstance(part, Mapping) and part.get("type") in IMAGE_PART_TYPES
+                else part
+                for part in content
+            ],
+        }
     if not isinstance(content, str) or len(content) <= MIN_PRUNE_CHARS:
-        return False
+        return None
     call = calls.get(str(message.get("tool_call_id") or ""))
-    message["content"] = describe_result(call, content)
-    return True
+    return {**message, "content": describe_result(call, content)}
 
 
 def describe_result(call: Mapping[str, Any] | None, content: str) -> str:
@@ -155,8 +161,9 @@ def _clip(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
-def _shrink_call_arguments(message: dict[str, Any]) -> bool:
-    """Shrink long string leaves inside the parsed JSON so the arguments stay valid JSON.
+def _shrunk_call_arguments(message: Mapping[str, Any]) -> dict[str, Any] | None:
+    """A copy with long string leaves shrunk inside the parsed JSON, so the arguments stay
+    valid JSON; None when nothing changed.
 
     Slicing the raw string left unterminated JSON that strict providers reject with a
     non-retryable 400 on every later turn (Hermes #11762).
@@ -167,9 +174,7 @@ def _shrink_call_arguments(message: dict[str, Any]) -> bool:
         shrunk = _shrink_call(call)
         changed = changed or shrunk is not call
         new_calls.append(shrunk)
-    if changed:
-        message["tool_calls"] = new_calls
-    return changed
+    return {**message, "tool_calls": new_calls} if changed else None
 
 
 def _shrink_call(call: Any) -> Any:

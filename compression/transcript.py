@@ -62,6 +62,11 @@ def split_speaker(text: str) -> tuple[str | None, str]:
     return match["name"].strip(), text[match.end() :]
 
 
+def speaker_of(text: str) -> str | None:
+    """`split_speaker(text)[0]`; most texts do not open with a bracket and skip the expression."""
+    return split_speaker(text)[0] if text[:1] == "[" else None
+
+
 def strip_think(text: str) -> str:
     # Every block opens with "<": most replies hold none and skip the expression.
     return _THINK_BLOCK.sub("", text).strip() if "<" in text else text.strip()

@@ -1,0 +1,116 @@
+"""The summarizer's chunks of a span in one pass: each turn prepared, sized and attributed once.
+
+Equal to `chunk_turns(summary_turns(turns), max_chars)` with `participants()` of each chunk
+(tests/compression/test_summary_chunks.py holds them together), without rendering every turn
+to measure it: a turn's rendered size is arithmetic on its prepared text.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from compression.message_hints import SUMMARY_CLEAN
+from compression.redact import redact
+from compression.summary_input import (
+    TOOL_NAME_SLACK_CHARS,
+    TURN_SEPARATOR_CHARS,
+    prepare_call,
+    rendered_chars,
+    shrink_to,
+    truncate_body,
+)
+from compression.transcript import content_text, speaker_of, strip_think, tool_call_parts
+
+_USER_LABEL_CHARS = len("[USER]: ")
+_ASSISTANT_LABEL_CHARS = len("[ASSISTANT]: ")
+_CALL_LABEL_CHARS = len("[ASSISTANT TOOL CALL]: ()")
+
+
+@dataclass(frozen=True, slots=True)
+class Chunk:
+    """`turns[start:end]` of the span, prepared, and the speakers of its user turns in order."""
+
+    start: int
+    end: int
+    turns: list[dict[str, Any]]
+    participants: tuple[str, ...]
+
+
+def summary_chunks(
+    turns: Sequence[Mapping[str, Any]],
+    max_chars: int,
+    hints: Sequence[int | None] | None = None,
+) -> list[Chunk]:
+    """Consecutive chunks within `max_chars` rendered; `hints[i]` may vouch that turn i's text
+    needs no redaction (SUMMARY_CLEAN), so its gate is not run again."""
+    chunks: list[Chunk] = []
+    current: list[dict[str, Any]] = []
+    names: dict[str, None] = {}
+    used = start = 0
+    for index, message in enumerate(turns):
+        hint = hints[index] if hints is not None else None
+        turn, size, speaker = _prepared(message, hint is not None and bool(hint & SUMMARY_CLEAN))
+        if current and used + size > max_chars:
+            chunks.append(Chunk(start, index, current, tuple(names)))
+            current, names, used, start = [], {}, 0, index
+        if size > max_chars:
+            turn = shrink_to(turn, max_chars)
+            size = rendered_chars(turn)
+            speaker = _speaker(turn)
+        current.append(turn)
+        used += size
+        if speaker:
+            names.setdefault(speaker)
+    if current:
+        chunks.append(Chunk(start, len(turns), current, tuple(names)))
+    return chunks
+
+
+def _prepared(message: Mapping[str, Any], clean: bool) -> tuple[dict[str, Any], int, str | None]:
+    """`summary_turns`' copy of one message, its `rendered_chars` and its participant name."""
+    content = message.get("content")
+    text = content if type(content) is str else content_text(content)
+    role = message.get("role")
+    if role == "assistant":
+        text = strip_think(text)
+    if not clean:
+        text = redact(text)
+    text = truncate_body(text)
+    turn = dict(message)
+    calls = turn.pop("tool_calls", None)
+    turn["content"] = text
+    if isinstance(calls, list) and calls:
+        turn["tool_calls"] = calls = [prepare_call(call) for call in calls]
+    shown = text.strip()
+    speaker = None
+    if role == "user":
+        if text:
+            # participants() reads the text left-stripped, the rendering fully stripped.
+            lead = text.lstrip()
+            speaker = speaker_of(lead)
+            named = speaker if len(lead) == len(shown) else speaker_of(shown)
+        else:
+            named = None
+        size = len(shown) + (0 if named else _USER_LABEL_CHARS)
+    elif role == "assistant":
+        size = _ASSISTANT_LABEL_CHARS + len(shown) if shown else -1
+        if isinstance(calls, list):
+            for call in calls:
+                name, arguments = tool_call_parts(call)
+                size += 1 + _CALL_LABEL_CHARS + len(name) + len(arguments)
+        size = max(size, 0)
+    elif role == "tool":
+        name = turn.get("name") or "tool"
+        size = len(f"[TOOL RESULT {name}]: ") + len(shown) + TOOL_NAME_SLACK_CHARS
+    else:
+        size = len(shown)
+    return turn, size + TURN_SEPARATOR_CHARS, speaker
+
+
+def _speaker(turn: Mapping[str, Any]) -> str | None:
+    if turn.get("role") != "user":
+        return None
+    text = content_text(turn.get("content"))
+    return speaker_of(text.lstrip()) if text else None
