@@ -223,13 +223,16 @@ def _backup(update: MemoryUpdate, chunk: Span, today: dt.date) -> MemoryUpdate:
     # A subject the reply wrote a value for is the reply's: an older value the extractor saw
     # in the same chunk must not replace it.
     subjects = {norm_subject(entry.subject) for entry in update.additions if entry.subject}
+    empty = chunk.featureless()
+    if empty is not None and all(empty):
+        return MemoryUpdate(additions=())  # only candidates are backed up, and there are none
     extracted = extract_update(
         chunk.turns,
         chunk.ids,
         chunk.times,
         today=today,
         min_weight=BACKUP_MIN_WEIGHT,
-        empty=chunk.featureless(),
+        empty=empty,
     )
     kept = tuple(
         entry

@@ -73,7 +73,10 @@ def legacy_memory(previous_summary: str, today: dt.date) -> Memory:
 
 def chars_per_token(messages: Sequence[Mapping[str, Any]], tokens: int) -> float:
     """This middle's own density, so CJK or code is bounded as tightly as English prose."""
-    chars = sum(len(str(m.get("content") or "")) for m in messages)
+    chars = 0
+    for message in messages:
+        content = message.get("content")
+        chars += len(content) if type(content) is str else len(str(content or ""))
     return max(1.0, chars / tokens) if tokens > 0 else 3.0
 
 

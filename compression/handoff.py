@@ -49,6 +49,13 @@ def take_handoffs(
     summary_sources: list[int] = []
     origin: list[int] = []
     for index, message in enumerate(messages):
+        if flags is None and _ASCII_NEVER_SUMMARY:
+            content = message.get("content")
+            if isinstance(content, str) and content.isascii():  # the common case, inline
+                kept.append(message)
+                sources.append(index)
+                origin.append(index)
+                continue
         flagged = flags[index] if flags is not None and index < len(flags) else None
         if not _may_be_summary(message, flagged):
             kept.append(message)

@@ -226,8 +226,17 @@ class _SourceIndex:
     """Which turns an entry came from: those of its speaker sharing its rarest long word."""
 
     def __init__(self, turns: Sequence[Mapping[str, Any]], ids: Sequence[str | None]) -> None:
-        self._texts = [(content_text(t.get("content")), i) for t, i in zip(turns, ids, strict=True)]
+        self._turns = turns
+        self._ids = ids
+        self._texts: list[tuple[str, str]] | None = None  # read on the first entry without sources
         self._found: dict[tuple[str, ...], tuple[str, ...]] = {}  # a reply repeats its words
+
+    @property
+    def texts(self) -> list[tuple[str, str]]:
+        if self._texts is None:
+            pairs = zip(self._turns, self._ids, strict=True)
+            self._texts = [(content_text(t.get("content")), i) for t, i in pairs if i]
+        return self._texts
 
     def find(self, entry: MemoryEntry) -> tuple[str, ...]:
         words = tuple(sorted(set(_WORD.findall(entry.text)), key=len, reverse=True)[:2])
@@ -237,8 +246,8 @@ class _SourceIndex:
         if known is not None:
             return known
         found: list[str] = []
-        for text, i in self._texts:
-            if i and all(w in text for w in words):
+        for text, i in self.texts:
+            if all(w in text for w in words):
                 found.append(i)
                 if len(found) == SOURCES_PER_ENTRY:
                     break
