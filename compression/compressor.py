@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import datetime as dt
 import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -13,11 +12,9 @@ from compression import breaker
 from compression.assemble import assemble
 from compression.boundaries import Boundaries, plan_boundaries
 from compression.engine import ContextEngine
-from compression.fold import Folded, Span, extract_all, fold, fold_in_cooldown
-from compression.fold_inputs import build_ask, chars_per_token, legacy_memory, reread_span
+from compression.fold import Span
 from compression.handoff import take_handoffs
 from compression.memory import Memory, MessageSource
-from compression.memory_render import render_memory
 from compression.message_counts import input_counts, recounted, total_of
 from compression.message_hints import checked_hints
 from compression.prune import prune_tracked
@@ -25,12 +22,10 @@ from compression.redact import redaction_memo
 from compression.result import CompressionResult, Outcome
 from compression.state import CompressorState
 from compression.summarizer import Summarizer
-from compression.template import ensure_pins, pin_lines
+from compression.summary_step import Summary, SummaryStep, summarise
+from compression.template import ensure_pins
 from compression.thresholds import CompressorConfig
 from compression.tokens import MessageCounter, uncached_counter_for
-
-# SPEC 6.9: the extractor's summary is at most 8,000 characters.
-EXTRACTED_MAX_CHARS = 8_000
 
 log = logging.getLogger(__name__)
 
@@ -46,14 +41,6 @@ class _Plan:
     previous_tokens: int  # an upper bound: the tokens of the messages that carried it
     boundaries: Boundaries
     origin: tuple[int, ...]  # index in the caller's list of each working message
-
-
-@dataclass(frozen=True, slots=True)
-class _Summary:
-    body: str | None
-    outcome: Outcome
-    error: str | None = None
-    memory: Memory | None = None
 
 
 class ContextCompressor(ContextEngine):
@@ -230,8 +217,22 @@ class ContextCompressor(ContextEngine):
             else [None if i in changed else known[i] for i in range(start, end)],
         )
         middle_tokens = sum(pruned_tokens[start:end])
-        summary = await self._summarise(
-            plan, span, middle_tokens, reread, focus_topic, pins, force, urgent, now
+        step = SummaryStep(
+            self._memory,
+            plan.previous_summary,
+            plan.previous_tokens,
+            plan.working,
+            span,
+            middle_tokens,
+            reread,
+            focus_topic,
+            tuple(pins),
+            force,
+            urgent,
+            now,
+        )
+        summary, self._state = await summarise(
+            step, self._config, self._summarizer, self._counter, self._state, self._session_id
         )
         if summary.body is None or summary.memory is None:
             return self._unchanged(messages, before, "aborted", summary.error, strike=False)
@@ -282,99 +283,6 @@ class ContextCompressor(ContextEngine):
             handoff.origin,
         )
 
-    async def _summarise(
-        self,
-        plan: _Plan,
-        span: Span,
-        middle_tokens: int,
-        reread: Mapping[str, Mapping[str, Any]] | None,
-        focus_topic: str | None,
-        pins: Sequence[str],
-        force: bool,
-        urgent: bool,
-        now: float,
-    ) -> _Summary:
-        """Fold the span into the memory and render it; `body` None means abort."""
-        memory = self._memory
-        if not memory.entries and plan.previous_summary:
-            memory = legacy_memory(plan.previous_summary, _today(now))
-        span_tokens = middle_tokens + (plan.previous_tokens if plan.previous_summary else 0)
-        budget = self._config.summary_budget(span_tokens)
-        density = chars_per_token(span.turns, middle_tokens)
-        folded = await self._fold(memory, plan, span, reread, focus_topic, pins, force, urgent,
-                                  budget, density, now)  # fmt: skip
-        if folded.memory is None:
-            return _Summary(None, "aborted", folded.error)
-        extracted = self._summarizer is None or folded.extracted
-        # The extractor's summary is never more than half the span it replaces (SPEC 6.6), so
-        # it saves as soon as the span outweighs the fixed framing twice over; a summarizer's
-        # has the summary budget (6.2), and the size check below still rejects a growth.
-        room = min(budget, span_tokens // 2) if extracted else budget
-        rendered = render_memory(
-            folded.memory,
-            budget_tokens=max(0, room),
-            count_tokens=self._counter.count_text,
-            unavailable=self._summarizer is not None and folded.extracted,
-            max_chars=EXTRACTED_MAX_CHARS if extracted else None,
-            reserved_tokens=self._counter.count_text("\n".join(pin_lines(pins))),
-        )
-        return _Summary(rendered.body, folded.outcome, folded.error, folded.memory)
-
-    async def _fold(
-        self,
-        memory: Memory,
-        plan: _Plan,
-        span: Span,
-        reread: Mapping[str, Mapping[str, Any]] | None,
-        focus_topic: str | None,
-        pins: Sequence[str],
-        force: bool,
-        urgent: bool,
-        budget: int,
-        density: float,
-        now: float,
-    ) -> Folded:
-        today = _today(now)
-        if self._summarizer is None:
-            return Folded(extract_all(memory, [span], today), "compressed", extracted=True)
-        state = self._state
-        cause = state.cooldown_cause
-        if not force and breaker.in_cooldown(state, now):
-            # A failing summarizer is not called again until its cooldown ends (Hermes #11529).
-            abort = self._config.abort_on_summary_failure
-            return fold_in_cooldown(memory, span, cause, urgent=urgent, abort=abort, today=today)
-        ask = build_ask(
-            memory,
-            plan.working,
-            focus_topic=focus_topic,
-            budget_tokens=budget,
-            today=today,
-            pins=pins,
-            context_length=self._config.context_length,
-            chars_per_token=density,
-            language=self._config.language,
-        )
-        folded = await fold(
-            self._summarizer,
-            memory,
-            reread_span(memory, reread),
-            span,
-            ask,
-            urgent=urgent,
-            abort_on_failure=self._config.abort_on_summary_failure,
-        )
-        if folded.cause is None:
-            self._state = breaker.reset_failures(state)
-        else:
-            self._state = breaker.arm_cooldown(state, now, folded.cause)
-            log.warning(
-                "summarizer failed session=%s cause=%s streak=%d",
-                self._session_id,
-                folded.cause,
-                self._state.failure_streak,
-            )
-        return folded
-
     def _unchanged(
         self,
         messages: Messages,
@@ -405,7 +313,7 @@ class ContextCompressor(ContextEngine):
         self,
         output: list[dict[str, Any]],
         body: str,
-        summary: _Summary,
+        summary: Summary,
         before: int,
         after: int,
         summarised: int,
@@ -461,10 +369,6 @@ def _prompt_tokens(usage: Any) -> int:
     if value is None and usage is not None and not isinstance(usage, Mapping):
         value = getattr(usage, "prompt_tokens", None)
     return value if isinstance(value, int) and not isinstance(value, bool) else 0
-
-
-def _today(now: float) -> dt.date:
-    return dt.datetime.fromtimestamp(now, tz=dt.UTC).date()
 
 
 def _source(sources: Sequence[MessageSource | None] | None, index: int) -> MessageSource | None:
