@@ -238,8 +238,8 @@ def render(results: Results, plan: Plan) -> Section:
     s.add(*compress_speed.render(results.compress).body)
     if results.profile:
         s.add(
-            f"Where one `compress()` of {results.profile_size:,} messages (stub, stored counts and hints) "
-            "spends its time "
+            f"Where one `compress()` of {results.profile_size:,} messages "
+            "(stub, stored counts and hints) spends its time "
             f"(cProfile, {ms(results.profile_total)} under the profiler; cumulative time, so "
             "`_plan` and `_request` include the rows below them, and `count_message` is every "
             "token count anywhere in the call):",
