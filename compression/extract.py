@@ -55,12 +55,14 @@ def extract_update(
     today: dt.date,
     min_weight: int = 0,
     empty: Sequence[bool] | None = None,
+    speakers: Sequence[str] = (),
 ) -> MemoryUpdate:
     """Entries for `turns` (redacted here); `ids` and `times` are their sources, one per turn.
 
     `min_weight` > 1: only lines that could weigh that much are read for candidates.
-    `empty[i]` True: turn i is known to have no features (`read_features` is NO_FEATURES)."""
-    names: dict[str, None] = {}
+    `empty[i]` True: turn i is known to have no features (`read_features` is NO_FEATURES).
+    `speakers`: names known to take part besides those of `turns` (who an action can be for)."""
+    names: dict[str, None] = dict.fromkeys(speakers)
     found_in: list[tuple[Candidate, str, str | None, tuple[str, ...]]] = []
     additions: list[MemoryEntry] = []
     questions: list[MemoryEntry] = []

@@ -16,7 +16,7 @@ from typing import Any
 
 from compression.extract import extract_update
 from compression.features import text_weight
-from compression.memory import Memory, MemoryUpdate, apply_update, norm_subject
+from compression.memory import Memory, MemoryEntry, MemoryUpdate, apply_update, norm_subject
 from compression.memory_format import format_current, parse_reply
 from compression.message_hints import FEATURELESS, SHOWN_FEATURELESS
 from compression.redact import redact
@@ -192,7 +192,7 @@ async def fold(
             )
             if update is not None:
                 memory = apply_update(memory, update)
-                memory = apply_update(memory, _backup(update, chunk, ask.today))
+                memory = apply_update(memory, _backup(update, chunk, names, ask.today))
                 continue
             # A proxy answering 200 with empty content must not wipe the middle (#11978).
             cause, error = "other", "summarizer returned an empty or unusable summary"
@@ -216,33 +216,50 @@ async def fold(
     return Folded(memory, "compressed")
 
 
-def _backup(update: MemoryUpdate, chunk: Span, today: dt.date) -> MemoryUpdate:
+def _backup(
+    update: MemoryUpdate, chunk: Span, names: tuple[str, ...], today: dt.date
+) -> MemoryUpdate:
     """The extractor's exact values from messages the reply did not cite: a summarizer that
     drops a value, or a newer value of a subject, cannot make the memory forget it."""
     cited = {source for entry in update.additions for source in entry.sources}
     # A subject the reply wrote a value for is the reply's: an older value the extractor saw
     # in the same chunk must not replace it.
     subjects = {norm_subject(entry.subject) for entry in update.additions if entry.subject}
-    empty = chunk.featureless()
-    if empty is not None and all(empty):
-        return MemoryUpdate(additions=())  # only candidates are backed up, and there are none
-    extracted = extract_update(
-        chunk.turns,
-        chunk.ids,
-        chunk.times,
-        today=today,
-        min_weight=BACKUP_MIN_WEIGHT,
-        empty=empty,
-    )
     kept = tuple(
         entry
-        for entry in extracted.additions
+        for entry in _backup_candidates(chunk, names, today)
         if entry.kind in BACKED_UP_KINDS
         and not (set(entry.sources) & cited)
         and (entry.subject is None or norm_subject(entry.subject) not in subjects)
         and text_weight(entry.text) >= BACKUP_MIN_WEIGHT
     )
     return MemoryUpdate(additions=kept)
+
+
+def _backup_candidates(
+    chunk: Span, names: tuple[str, ...], today: dt.date
+) -> tuple[MemoryEntry, ...]:
+    """The extractor's entries for the chunk's turns that can hold a candidate: only those
+    count for a backup, and a turn whose hint says it has no features holds none."""
+    empty = chunk.featureless()
+    if empty is None:
+        turns, ids, times = chunk.turns, chunk.ids, chunk.times
+    else:
+        read = [
+            i
+            for i, turn in enumerate(chunk.turns)
+            if not empty[i] and turn.get("role") in ("user", "assistant")
+        ]
+        if not read:
+            return ()
+        turns = [chunk.turns[i] for i in read]
+        ids = [chunk.ids[i] for i in read]
+        times = [chunk.times[i] for i in read]
+    # The chunk's participants: who an action can be for, as if every turn had been read.
+    extracted = extract_update(
+        turns, ids, times, today=today, min_weight=BACKUP_MIN_WEIGHT, speakers=names
+    )
+    return extracted.additions
 
 
 def describe(exc: BaseException) -> str:
