@@ -213,8 +213,10 @@ _DASH_LITERALS = ("-----BEGIN", "glpat-", "pypi-", "sk-", "xox")
 _UNDERSCORE_LITERALS = ("npm_", "dop_v1_", "doo_v1_", "_live_", "_test_", "github_pat_", "hf_")
 _GITHUB_GATE = re.compile(r"gh[pousr]_")
 _ASSIGNMENT_WORDS = ("passw", "passphrase", "secret", "api", "token", "private", "account")
-# SendGrid, Google OAuth, JWT and Discord tokens all hold a dot followed by a token character.
+# SendGrid, Google OAuth, JWT and Discord tokens all hold a dot followed by a token character,
+# which most sentences' full stops are not.
 _DOT_GATE = re.compile(r"\.[A-Za-z0-9_-]")
+_DOT_LITERALS = ("SG.", "ya29.", ".eyJ")
 
 
 def _may_hold_secret(text: str) -> bool:
@@ -241,7 +243,11 @@ def _may_hold_secret(text: str) -> bool:
         any(map(text.__contains__, _UNDERSCORE_LITERALS)) or _GITHUB_GATE.search(text) is not None
     ):
         return True
-    return "." in text and _DOT_GATE.search(text) is not None
+    return (
+        "." in text
+        and _DOT_GATE.search(text) is not None
+        and (any(map(text.__contains__, _DOT_LITERALS)) or _DISCORD_GATE.search(text) is not None)
+    )
 
 
 # One compress() call's memo (text -> redacted text), so no text is redacted twice in it.

@@ -14,6 +14,7 @@ from typing import Any
 from compression.message_hints import SUMMARY_CLEAN
 from compression.redact import redact
 from compression.summary_input import (
+    BODY_LIMIT_CHARS,
     TOOL_NAME_SLACK_CHARS,
     TURN_SEPARATOR_CHARS,
     prepare_call,
@@ -26,6 +27,8 @@ from compression.transcript import content_text, speaker_of, strip_think, tool_c
 _USER_LABEL_CHARS = len("[USER]: ")
 _ASSISTANT_LABEL_CHARS = len("[ASSISTANT]: ")
 _CALL_LABEL_CHARS = len("[ASSISTANT TOOL CALL]: ()")
+# A speaker's name is at most 64 characters: its closing bracket is within this many.
+_SPEAKER_END = 66
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,10 +51,12 @@ def summary_chunks(
     chunks: list[Chunk] = []
     current: list[dict[str, Any]] = []
     names: dict[str, None] = {}
+    speakers: dict[str, str | None] = {}
     used = start = 0
     for index, message in enumerate(turns):
         hint = hints[index] if hints is not None else None
-        turn, size, speaker = _prepared(message, hint is not None and bool(hint & SUMMARY_CLEAN))
+        clean = hint is not None and bool(hint & SUMMARY_CLEAN)
+        turn, size, speaker = _prepared(message, clean, speakers)
         if current and used + size > max_chars:
             chunks.append(Chunk(start, index, current, tuple(names)))
             current, names, used, start = [], {}, 0, index
@@ -68,16 +73,20 @@ def summary_chunks(
     return chunks
 
 
-def _prepared(message: Mapping[str, Any], clean: bool) -> tuple[dict[str, Any], int, str | None]:
+def _prepared(
+    message: Mapping[str, Any], clean: bool, speakers: dict[str, str | None]
+) -> tuple[dict[str, Any], int, str | None]:
     """`summary_turns`' copy of one message, its `rendered_chars` and its participant name."""
     content = message.get("content")
     text = content if type(content) is str else content_text(content)
     role = message.get("role")
     if role == "assistant":
-        text = strip_think(text)
+        # strip_think(), inline: most replies hold no "<" and are only stripped.
+        text = strip_think(text) if "<" in text else text.strip()
     if not clean:
         text = redact(text)
-    text = truncate_body(text)
+    if len(text) > BODY_LIMIT_CHARS:
+        text = truncate_body(text)
     turn = dict(message)
     calls = turn.pop("tool_calls", None)
     turn["content"] = text
@@ -89,7 +98,7 @@ def _prepared(message: Mapping[str, Any], clean: bool) -> tuple[dict[str, Any], 
         if text:
             # participants() reads the text left-stripped, the rendering fully stripped.
             lead = text.lstrip()
-            speaker = speaker_of(lead)
+            speaker = _speaker_of(lead, speakers)
             named = speaker if len(lead) == len(shown) else speaker_of(shown)
         else:
             named = None
@@ -107,6 +116,21 @@ def _prepared(message: Mapping[str, Any], clean: bool) -> tuple[dict[str, Any], 
     else:
         size = len(shown)
     return turn, size + TURN_SEPARATOR_CHARS, speaker
+
+
+def _speaker_of(text: str, seen: dict[str, str | None]) -> str | None:
+    """`speaker_of(text)`, which reads no further than the first "]" and the character after
+    it: the few distinct openings of a chat are each matched once."""
+    if text[:1] != "[":
+        return None
+    close = text.find("]", 1, _SPEAKER_END)
+    if close < 0:
+        return speaker_of(text)
+    opening = text[: close + 2]
+    if opening in seen:
+        return seen[opening]
+    seen[opening] = name = speaker_of(opening)
+    return name
 
 
 def _speaker(turn: Mapping[str, Any]) -> str | None:
