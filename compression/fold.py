@@ -29,7 +29,7 @@ from compression.summarizer import (
     SummaryRequest,
     SummaryTransientError,
 )
-from compression.summary_chunks import summary_chunks
+from compression.summary_chunks import SummaryView, summary_view, view_chunks
 
 log = logging.getLogger(__name__)
 
@@ -60,8 +60,12 @@ class Span:
     times: list[float | None]
     hints: list[int | None] | None = None
 
-    def chunks(self, max_chars: int) -> list[tuple[Span, tuple[str, ...]]]:
-        """The summarizer's chunks of this span, each with the participants it shows."""
+    def chunks(
+        self, max_chars: int, view: SummaryView | None = None
+    ) -> list[tuple[Span, tuple[str, ...]]]:
+        """The summarizer's chunks of this span (`view`: its summary_view, if made already),
+        each with the participants it shows."""
+        view = view or summary_view(self.turns, self.hints)
         return [
             (
                 Span(
@@ -72,7 +76,7 @@ class Span:
                 ),
                 c.participants,
             )
-            for c in summary_chunks(self.turns, max_chars, self.hints)
+            for c in view_chunks(view, max_chars)
         ]
 
     def featureless(self) -> list[bool] | None:
@@ -151,11 +155,13 @@ async def fold(
     *,
     urgent: bool,
     abort_on_failure: bool,
+    view: SummaryView | None = None,
 ) -> Folded:
-    """Re-read marked spans first, then the new span; every chunk folds into `memory`."""
+    """Re-read marked spans first, then the new span (`view`: its summary_view, if made
+    already); every chunk folds into `memory`."""
     pending = [
         *(reread.chunks(ask.input_chars) if reread else []),
-        *span.chunks(ask.input_chars),
+        *span.chunks(ask.input_chars, view),
     ]
     reread_ids = {i for i in (reread.ids if reread else []) if i}
     failure: Folded | None = None

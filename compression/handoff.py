@@ -8,6 +8,7 @@ so the genuine text inside survives (#47274).
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -18,6 +19,7 @@ from compression.template import SUMMARY_PREFIX_HEAD, is_summary_text, summary_b
 # Every summary text contains the prefix head; while the head holds a non-ASCII character
 # (its em dash), an ASCII-only text cannot be one, and str knows that without a scan.
 _ASCII_NEVER_SUMMARY = not SUMMARY_PREFIX_HEAD.isascii()
+_CONTENT = operator.methodcaller("get", "content")
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,25 +45,22 @@ def take_handoffs(
     messages: Sequence[Mapping[str, Any]], flags: Sequence[bool] | None = None
 ) -> Handoff:
     """Remove standalone summaries and unwrap merged ones; the input is not modified."""
+    found = [i for i in _possible(messages, flags) if _may_be_summary(messages[i], _flag(flags, i))]
+    if not found:  # the common case: the transcript as it is, nothing copied
+        every = tuple(range(len(messages)))
+        return Handoff(list(messages), (), every, (), every)
     kept: list[Mapping[str, Any]] = []
     bodies: list[str] = []
     sources: list[int] = []
     summary_sources: list[int] = []
     origin: list[int] = []
-    for index, message in enumerate(messages):
-        if flags is None and _ASCII_NEVER_SUMMARY:
-            content = message.get("content")
-            if isinstance(content, str) and content.isascii():  # the common case, inline
-                kept.append(message)
-                sources.append(index)
-                origin.append(index)
-                continue
-        flagged = flags[index] if flags is not None and index < len(flags) else None
-        if not _may_be_summary(message, flagged):
-            kept.append(message)
-            sources.append(index)
-            origin.append(index)
-            continue
+    previous = 0
+    for index in found:
+        kept.extend(messages[previous:index])
+        sources.extend(range(previous, index))
+        origin.extend(range(previous, index))
+        previous = index + 1
+        message = messages[index]
         bodies.append(summary_body(text_of(message)))
         summary_sources.append(index)
         restored = _without_summary(message)
@@ -69,7 +68,27 @@ def take_handoffs(
             kept.append(restored)
             sources.append(-1)
             origin.append(index)
+    kept.extend(messages[previous:])
+    sources.extend(range(previous, len(messages)))
+    origin.extend(range(previous, len(messages)))
     return Handoff(kept, tuple(bodies), tuple(sources), tuple(summary_sources), tuple(origin))
+
+
+def _possible(messages: Sequence[Mapping[str, Any]], flags: Sequence[bool] | None) -> list[int]:
+    """Indices of the messages that may be summaries, found without a call per message."""
+    flagged = min(len(flags), len(messages)) if flags is not None else 0
+    found = [i for i in range(flagged) if flags[i]] if flags is not None else []
+    if not _ASCII_NEVER_SUMMARY:
+        return found + list(range(flagged, len(messages)))
+    contents = map(_CONTENT, messages[flagged:])
+    found += [
+        flagged + i for i, c in enumerate(contents) if not (isinstance(c, str) and c.isascii())
+    ]
+    return found
+
+
+def _flag(flags: Sequence[bool] | None, index: int) -> bool | None:
+    return flags[index] if flags is not None and index < len(flags) else None
 
 
 def _may_be_summary(message: Mapping[str, Any], flagged: bool | None) -> bool:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import operator
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -20,6 +21,8 @@ SCREENSHOT_PLACEHOLDER = "[screenshot removed to save context]"
 ARG_VALUE_CHARS = 40
 COMMAND_CHARS = 80
 
+_ROLE = operator.methodcaller("get", "role")
+_TOOL_CALLS = operator.methodcaller("get", "tool_calls")
 _COMMAND_TOOLS = frozenset({"terminal", "shell", "bash", "run_command", "execute_command"})
 
 
@@ -37,14 +40,13 @@ def prune_tracked(
     transcript costs one pass that finds the tool messages.
     """
     out: list[Mapping[str, Any]] = list(messages)
-    results: list[int] = []
-    callers: list[int] = []
-    for index, message in enumerate(out):
-        role = message.get("role")
-        if role == "tool":
-            results.append(index)
-        elif role == "assistant" and isinstance(message.get("tool_calls"), list):
-            callers.append(index)
+    roles = list(map(_ROLE, out))
+    results = [i for i, role in enumerate(roles) if role == "tool"]
+    callers = [
+        i
+        for i, calls in enumerate(map(_TOOL_CALLS, out))
+        if calls is not None and roles[i] == "assistant" and isinstance(calls, list)
+    ]
     calls = _calls_by_id(out[i] for i in callers)
     changed = _deduplicate_results(out, results)
     for index in results:

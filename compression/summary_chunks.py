@@ -41,22 +41,47 @@ class Chunk:
     participants: tuple[str, ...]
 
 
-def summary_chunks(
-    turns: Sequence[Mapping[str, Any]],
-    max_chars: int,
-    hints: Sequence[int | None] | None = None,
-) -> list[Chunk]:
-    """Consecutive chunks within `max_chars` rendered; `hints[i]` may vouch that turn i's text
-    needs no redaction (SUMMARY_CLEAN), so its gate is not run again."""
-    chunks: list[Chunk] = []
-    current: list[dict[str, Any]] = []
-    names: dict[str, None] = {}
+@dataclass(frozen=True, slots=True)
+class SummaryView:
+    """Every turn of a span as the summarizer gets it, its rendered size and participant name,
+    and the characters of the span's own contents (what `chars_per_token` reads)."""
+
+    turns: list[dict[str, Any]]
+    sizes: list[int]
+    speakers: list[str | None]
+    chars: int
+
+
+def summary_view(
+    turns: Sequence[Mapping[str, Any]], hints: Sequence[int | None] | None = None
+) -> SummaryView:
+    """One pass over the span; `hints[i]` may vouch that turn i's text needs no redaction
+    (SUMMARY_CLEAN), so its gate is not run again."""
+    prepared: list[dict[str, Any]] = []
+    sizes: list[int] = []
+    names: list[str | None] = []
     speakers: dict[str, str | None] = {}
-    used = start = 0
+    chars = 0
     for index, message in enumerate(turns):
         hint = hints[index] if hints is not None else None
         clean = hint is not None and bool(hint & SUMMARY_CLEAN)
-        turn, size, speaker = _prepared(message, clean, speakers)
+        turn, size, speaker, length = _prepared(message, clean, speakers)
+        prepared.append(turn)
+        sizes.append(size)
+        names.append(speaker)
+        chars += length
+    return SummaryView(prepared, sizes, names, chars)
+
+
+def view_chunks(view: SummaryView, max_chars: int) -> list[Chunk]:
+    """Consecutive chunks of the view within `max_chars` rendered (SPEC 6.5)."""
+    chunks: list[Chunk] = []
+    current: list[dict[str, Any]] = []
+    names: dict[str, None] = {}
+    used = start = 0
+    for index, (turn, size, speaker) in enumerate(
+        zip(view.turns, view.sizes, view.speakers, strict=True)
+    ):
         if current and used + size > max_chars:
             chunks.append(Chunk(start, index, current, tuple(names)))
             current, names, used, start = [], {}, 0, index
@@ -69,16 +94,31 @@ def summary_chunks(
         if speaker:
             names.setdefault(speaker)
     if current:
-        chunks.append(Chunk(start, len(turns), current, tuple(names)))
+        chunks.append(Chunk(start, len(view.turns), current, tuple(names)))
     return chunks
+
+
+def summary_chunks(
+    turns: Sequence[Mapping[str, Any]],
+    max_chars: int,
+    hints: Sequence[int | None] | None = None,
+) -> list[Chunk]:
+    """Consecutive chunks within `max_chars` rendered, each turn prepared once."""
+    return view_chunks(summary_view(turns, hints), max_chars)
 
 
 def _prepared(
     message: Mapping[str, Any], clean: bool, speakers: dict[str, str | None]
-) -> tuple[dict[str, Any], int, str | None]:
-    """`summary_turns`' copy of one message, its `rendered_chars` and its participant name."""
+) -> tuple[dict[str, Any], int, str | None, int]:
+    """`summary_turns`' copy of one message, its `rendered_chars`, its participant name and
+    the characters of its content (`chars_per_token`'s measure)."""
     content = message.get("content")
-    text = content if type(content) is str else content_text(content)
+    if type(content) is str:
+        text = content
+        length = len(content)
+    else:
+        text = content_text(content)
+        length = len(str(content or ""))
     role = message.get("role")
     if role == "assistant":
         # strip_think(), inline: most replies hold no "<" and are only stripped.
@@ -115,7 +155,7 @@ def _prepared(
         size = len(f"[TOOL RESULT {name}]: ") + len(shown) + TOOL_NAME_SLACK_CHARS
     else:
         size = len(shown)
-    return turn, size + TURN_SEPARATOR_CHARS, speaker
+    return turn, size + TURN_SEPARATOR_CHARS, speaker, length
 
 
 def _speaker_of(text: str, seen: dict[str, str | None]) -> str | None:

@@ -16,6 +16,7 @@ from compression.memory_render import render_memory
 from compression.result import Outcome
 from compression.state import CompressorState
 from compression.summarizer import Summarizer
+from compression.summary_chunks import summary_view
 from compression.template import pin_lines
 from compression.thresholds import CompressorConfig
 from compression.tokens import MessageCounter
@@ -66,10 +67,7 @@ async def summarise(
         memory = legacy_memory(step.previous_summary, today_of(step.now))
     span_tokens = step.middle_tokens + (step.previous_tokens if step.previous_summary else 0)
     budget = config.summary_budget(span_tokens)
-    density = chars_per_token(step.span.turns, step.middle_tokens)
-    folded, state = await _fold(
-        step, memory, config, summarizer, state, session_id, budget, density
-    )
+    folded, state = await _fold(step, memory, config, summarizer, state, session_id, budget)
     if folded.memory is None:
         return Summary(None, "aborted", folded.error), state
     extracted = summarizer is None or folded.extracted
@@ -96,7 +94,6 @@ async def _fold(
     state: CompressorState,
     session_id: str | None,
     budget: int,
-    density: float,
 ) -> tuple[Folded, CompressorState]:
     today = today_of(step.now)
     span = step.span
@@ -108,6 +105,8 @@ async def _fold(
         abort = config.abort_on_summary_failure
         folded = fold_in_cooldown(memory, span, cause, urgent=step.urgent, abort=abort, today=today)
         return folded, state
+    # The summarizer's copies, made once: they also measure the span's density.
+    view = summary_view(span.turns, span.hints)
     ask = build_ask(
         memory,
         step.working,
@@ -116,7 +115,7 @@ async def _fold(
         today=today,
         pins=step.pins,
         context_length=config.context_length,
-        chars_per_token=density,
+        chars_per_token=chars_per_token(view.chars, step.middle_tokens),
         language=config.language,
     )
     folded = await fold(
@@ -127,6 +126,7 @@ async def _fold(
         ask,
         urgent=step.urgent,
         abort_on_failure=config.abort_on_summary_failure,
+        view=view,
     )
     if folded.cause is None:
         return folded, breaker.reset_failures(state)
