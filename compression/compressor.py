@@ -203,7 +203,7 @@ class ContextCompressor(ContextEngine):
         if plan.boundaries.empty:
             return self._unchanged(messages, before, "noop", "nothing to compress", strike=True)
         start, end = plan.boundaries.start, plan.boundaries.end
-        pruned, changed = prune_tracked(plan.working, end)
+        pruned, changed = prune_tracked(plan.working, end, plan.hints)
         pruned_tokens = recounted(pruned, plan.tokens, changed, self._counter)
         middle = pruned[start:end]
         found = [_source(sources, plan.origin[i]) for i in range(start, end)]
@@ -253,7 +253,7 @@ class ContextCompressor(ContextEngine):
         hints: Sequence[int] | None = None,
     ) -> _Plan:
         flags = [kind == "summary" for kind in kinds] if kinds is not None else None
-        handoff = take_handoffs(messages, flags)
+        handoff = take_handoffs(messages, flags, hints)
         working = handoff.messages
         tokens = [
             counts[source] if source >= 0 else self._counter.count_message(message)

@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from compression.message_hints import PLAIN
 from compression.messages import is_summary_message, role_of, text_of, tool_calls_of
 from compression.template import SUMMARY_PREFIX_HEAD, is_summary_text, summary_body, unwrap_merged
 
@@ -42,10 +43,15 @@ class Handoff:
 
 
 def take_handoffs(
-    messages: Sequence[Mapping[str, Any]], flags: Sequence[bool] | None = None
+    messages: Sequence[Mapping[str, Any]],
+    flags: Sequence[bool] | None = None,
+    hints: Sequence[int] | None = None,
 ) -> Handoff:
-    """Remove standalone summaries and unwrap merged ones; the input is not modified."""
-    found = [i for i in _possible(messages, flags) if _may_be_summary(messages[i], _flag(flags, i))]
+    """Remove standalone summaries and unwrap merged ones; the input is not modified.
+
+    `hints` (message_hints, one per message) mark the messages whose wording is no summary."""
+    possible = _possible(messages, flags, hints)
+    found = [i for i in possible if _may_be_summary(messages[i], _flag(flags, i))]
     if not found:  # the common case: the transcript as it is, nothing copied
         every = tuple(range(len(messages)))
         return Handoff(list(messages), (), every, (), every)
@@ -74,8 +80,14 @@ def take_handoffs(
     return Handoff(kept, tuple(bodies), tuple(sources), tuple(summary_sources), tuple(origin))
 
 
-def _possible(messages: Sequence[Mapping[str, Any]], flags: Sequence[bool] | None) -> list[int]:
+def _possible(
+    messages: Sequence[Mapping[str, Any]],
+    flags: Sequence[bool] | None,
+    hints: Sequence[int] | None,
+) -> list[int]:
     """Indices of the messages that may be summaries, found without a call per message."""
+    if flags is None and hints is not None and len(hints) == len(messages):
+        return [i for i, hint in enumerate(hints) if not hint & PLAIN]
     flagged = min(len(flags), len(messages)) if flags is not None else 0
     found = [i for i in range(flagged) if flags[i]] if flags is not None else []
     if not _ASCII_NEVER_SUMMARY:

@@ -102,6 +102,7 @@ def parse_reply(
 ) -> MemoryUpdate | None:
     """What a summarizer's reply adds; None when no line of it is usable."""
     parsed = _Parsed()
+    repeated: dict[tuple[str, EntryKind], list[MemoryEntry]] = {}
     heading_kind: EntryKind = "narrative"
     in_pins = False
     for raw in text.splitlines():
@@ -114,8 +115,18 @@ def parse_reply(
         if in_pins:
             continue  # pins are rendered from the request, verbatim, by code
         item = _BULLET.sub("", line).strip()
-        if item:
-            _parse_line(item, heading_kind, parsed, today)
+        if not item:
+            continue
+        # A line without fields only adds entries, the same for the same line: replies
+        # repeat lines, and each is parsed once.
+        key = (item, heading_kind) if " | " not in item else None
+        if key is not None and key in repeated:
+            parsed.additions.extend(repeated[key])
+            continue
+        before = len(parsed.additions)
+        _parse_line(item, heading_kind, parsed, today)
+        if key is not None:
+            repeated[key] = parsed.additions[before:]
     if not parsed.additions and not parsed.resolutions:
         return None
     index = _SourceIndex(turns, ids)

@@ -14,6 +14,7 @@ from typing import Any
 
 from compression.extract import read_features
 from compression.features import Features
+from compression.messages import is_summary_message
 from compression.redact import redact
 from compression.summary_input import truncate_body
 from compression.transcript import content_text, strip_think
@@ -24,6 +25,10 @@ SUMMARY_CLEAN = 1
 FEATURELESS = 2
 # The extractor finds no features in the summarizer's copy (the backup of exact values).
 SHOWN_FEATURELESS = 4
+# Its wording cannot make it a summary (a system prompt, or a text without the prefix).
+PLAIN = 8
+# A tool result, or an assistant message carrying a list of tool calls (what prune reads).
+TOOL_MESSAGE = 16
 
 
 class HintsError(ValueError):
@@ -37,6 +42,10 @@ def message_hints(message: Mapping[str, Any]) -> int:
     view = strip_think(text) if role == "assistant" else text
     redacted = redact(view)
     hints = SUMMARY_CLEAN if redacted == view else 0
+    if role == "system" or not is_summary_message(message):
+        hints |= PLAIN
+    if role == "tool" or (role == "assistant" and isinstance(message.get("tool_calls"), list)):
+        hints |= TOOL_MESSAGE
     if role not in ("user", "assistant"):
         return hints
     if _empty(read_features(message)):

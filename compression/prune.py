@@ -7,6 +7,7 @@ import operator
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from compression.message_hints import TOOL_MESSAGE
 from compression.messages import call_id, tool_calls_of
 from compression.tokens import IMAGE_PART_TYPES
 
@@ -32,21 +33,33 @@ def prune(messages: Sequence[Mapping[str, Any]], tail_start: int) -> list[dict[s
 
 
 def prune_tracked(
-    messages: Sequence[Mapping[str, Any]], tail_start: int
+    messages: Sequence[Mapping[str, Any]],
+    tail_start: int,
+    hints: Sequence[int | None] | None = None,
 ) -> tuple[list[Mapping[str, Any]], set[int]]:
     """`prune`, and the indices of the messages it changed (the others keep their token counts).
 
     Only the changed messages are copies; the others are the caller's own objects, so a long
-    transcript costs one pass that finds the tool messages.
+    transcript costs one pass that finds the tool messages (`hints`, one message_hints or
+    None per message, name them without reading every message).
     """
     out: list[Mapping[str, Any]] = list(messages)
-    roles = list(map(_ROLE, out))
-    results = [i for i, role in enumerate(roles) if role == "tool"]
-    callers = [
-        i
-        for i, calls in enumerate(map(_TOOL_CALLS, out))
-        if calls is not None and roles[i] == "assistant" and isinstance(calls, list)
-    ]
+    if hints is None:
+        roles = list(map(_ROLE, out))
+        results = [i for i, role in enumerate(roles) if role == "tool"]
+        callers = [
+            i
+            for i, calls in enumerate(map(_TOOL_CALLS, out))
+            if calls is not None and roles[i] == "assistant" and isinstance(calls, list)
+        ]
+    else:
+        found = [i for i, hint in enumerate(hints) if hint is None or hint & TOOL_MESSAGE]
+        results = [i for i in found if out[i].get("role") == "tool"]
+        callers = [
+            i
+            for i in found
+            if out[i].get("role") == "assistant" and isinstance(out[i].get("tool_calls"), list)
+        ]
     calls = _calls_by_id(out[i] for i in callers)
     changed = _deduplicate_results(out, results)
     for index in results:

@@ -74,3 +74,16 @@ def test_hints_that_do_not_fit_the_messages_are_refused() -> None:
     messages = seeded_chat(1, turns=10)
     with pytest.raises(HintsError):
         _compress(messages, None, hints=[0])
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_a_transcript_holding_a_summary_compresses_alike_with_hints(seed: int) -> None:
+    first = _compress(seeded_chat(seed), _Recording())
+    messages = [*first.messages, *seeded_chat(seed + 100)[1:]]
+    hints = [message_hints(m) for m in messages]
+    plain, fast = _Recording(), _Recording()
+    reference = _compress(messages, plain)
+    hinted = _compress(messages, fast, hints=hints)
+    assert hinted.messages == reference.messages
+    assert hinted.memory == reference.memory
+    assert [r.turns for r in fast.requests] == [r.turns for r in plain.requests]
