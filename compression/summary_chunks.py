@@ -64,6 +64,43 @@ def summary_view(
     chars = 0
     for index, message in enumerate(turns):
         hint = hints[index] if hints is not None else None
+        content = message.get("content")
+        # Inline, the common turn: a clean chat line of ordinary length (what _prepared
+        # does for it, without the call); anything else takes the general path.
+        if (
+            hint is not None
+            and hint & SUMMARY_CLEAN
+            and type(content) is str
+            and len(content) <= BODY_LIMIT_CHARS
+            and "tool_calls" not in message
+        ):
+            role = message.get("role")
+            if role == "user":
+                turn = dict(message)
+                shown = content.strip()
+                if content:
+                    lead = content.lstrip()
+                    speaker = _speaker_of(lead, speakers)
+                    named = speaker if len(lead) == len(shown) else speaker_of(shown)
+                else:
+                    speaker = named = None
+                prepared.append(turn)
+                sizes.append(
+                    len(shown) + (0 if named else _USER_LABEL_CHARS) + TURN_SEPARATOR_CHARS
+                )
+                names.append(speaker)
+                chars += len(content)
+                continue
+            if role == "assistant":
+                text = strip_think(content) if "<" in content else content.strip()
+                turn = dict(message)
+                turn["content"] = text
+                prepared.append(turn)
+                size = _ASSISTANT_LABEL_CHARS + len(text) if text else 0
+                sizes.append(size + TURN_SEPARATOR_CHARS)
+                names.append(None)
+                chars += len(content)
+                continue
         clean = hint is not None and bool(hint & SUMMARY_CLEAN)
         turn, size, speaker, length = _prepared(message, clean, speakers)
         prepared.append(turn)
