@@ -133,7 +133,7 @@ def describe_result(call: Mapping[str, Any] | None, content: str) -> str:
     function = function if isinstance(function, Mapping) else {}
     name = str(function.get("name") or "tool")
     args = _parse_arguments(function.get("arguments"))
-    lines = content.count("\n") + 1 if content.strip() else 0
+    lines = content.count("\n") + 1 if content and not content.isspace() else 0
     if name in _COMMAND_TOOLS and "command" in args:
         command = _clip(str(args["command"]), COMMAND_CHARS)
         exit_code = _exit_code(content)
@@ -146,6 +146,8 @@ def describe_result(call: Mapping[str, Any] | None, content: str) -> str:
 
 
 def _exit_code(content: str) -> str:
+    if content.lstrip(" \t\n\r")[:1] != "{":
+        return "?"  # only a JSON object holds an exit code: no parse attempt for plain output
     try:
         parsed = json.loads(content)
     except ValueError:
