@@ -21,6 +21,7 @@ from compression.redact import redact
 from compression.salient import clip
 from compression.transcript import (
     content_text,
+    speaker_of_opening,
     split_speaker,
     strip_think,
     tool_call_parts,
@@ -70,6 +71,8 @@ def extract_update(
     calls: dict[tuple[str, str], _Call] = {}
     last_ask: tuple[str, str, Mapping[str, Any], str | None, float | None] | None = None
     read: dict[tuple[str, bool], Features] = {}  # repeated lines ("ok", "thanks") read once
+    unread: list[tuple[Mapping[str, Any], str | None, float | None]] = []
+    openings: dict[str, str | None] = {}
     for index, (turn, source, at) in enumerate(zip(turns, ids, times, strict=True)):
         role = turn.get("role")
         if role == "tool":
@@ -79,6 +82,16 @@ def extract_update(
             continue
         if role not in ("user", "assistant"):
             continue
+        if empty is not None and empty[index] and not turn.get("tool_calls"):
+            # Known to hold nothing: only who spoke counts, and a user's text once it is
+            # known to be the span's last ask (read at the end).
+            if role == "user":
+                text = _readable(content_text(turn.get("content")))
+                name = speaker_of_opening(text.lstrip(), openings)
+                if name:
+                    names.setdefault(name)
+                unread.append((turn, source, at))
+            continue
         text, name = read_turn(turn)
         speaker = "assistant"
         if role == "user":
@@ -87,6 +100,7 @@ def extract_update(
             speaker = name or "user"
             if text.strip():
                 last_ask = (text, speaker, turn, source, at)
+                unread.clear()
         if (empty is not None and empty[index]) or (
             min_weight > 1 and not may_weigh(text, min_weight)
         ):
@@ -147,9 +161,21 @@ def extract_update(
         text = f"Called {name}({target}) — {outcome} {when}"
         additions.append(MemoryEntry(0, "tool", text, date=call.date, sources=call.sources))
     additions += questions[-OPEN_QUESTIONS_PER_SPAN:]
+    last_ask = _last_unread_ask(unread) or last_ask
     if last_ask is not None:
         additions.append(_latest_ask(*last_ask))
     return MemoryUpdate(additions=tuple(replace(e, origin="extractor") for e in additions))
+
+
+def _last_unread_ask(
+    unread: list[tuple[Mapping[str, Any], str | None, float | None]],
+) -> tuple[str, str, Mapping[str, Any], str | None, float | None] | None:
+    """The newest of the user turns not read, after the last ask read, that says something."""
+    for turn, source, at in reversed(unread):
+        text, name = read_turn(turn)
+        if text.strip():
+            return text, name or "user", turn, source, at
+    return None
 
 
 def read_turn(turn: Mapping[str, Any]) -> tuple[str, str | None]:

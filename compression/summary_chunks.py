@@ -22,13 +22,17 @@ from compression.summary_input import (
     shrink_to,
     truncate_body,
 )
-from compression.transcript import content_text, speaker_of, strip_think, tool_call_parts
+from compression.transcript import (
+    content_text,
+    speaker_of,
+    speaker_of_opening,
+    strip_think,
+    tool_call_parts,
+)
 
 _USER_LABEL_CHARS = len("[USER]: ")
 _ASSISTANT_LABEL_CHARS = len("[ASSISTANT]: ")
 _CALL_LABEL_CHARS = len("[ASSISTANT TOOL CALL]: ()")
-# A speaker's name is at most 64 characters: its closing bracket is within this many.
-_SPEAKER_END = 66
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,7 +84,7 @@ def summary_view(
                 shown = content.strip()
                 if content:
                     lead = content.lstrip()
-                    speaker = _speaker_of(lead, speakers)
+                    speaker = speaker_of_opening(lead, speakers)
                     named = speaker if len(lead) == len(shown) else speaker_of(shown)
                 else:
                     speaker = named = None
@@ -175,7 +179,7 @@ def _prepared(
         if text:
             # participants() reads the text left-stripped, the rendering fully stripped.
             lead = text.lstrip()
-            speaker = _speaker_of(lead, speakers)
+            speaker = speaker_of_opening(lead, speakers)
             named = speaker if len(lead) == len(shown) else speaker_of(shown)
         else:
             named = None
@@ -193,21 +197,6 @@ def _prepared(
     else:
         size = len(shown)
     return turn, size + TURN_SEPARATOR_CHARS, speaker, length
-
-
-def _speaker_of(text: str, seen: dict[str, str | None]) -> str | None:
-    """`speaker_of(text)`, which reads no further than the first "]" and the character after
-    it: the few distinct openings of a chat are each matched once."""
-    if text[:1] != "[":
-        return None
-    close = text.find("]", 1, _SPEAKER_END)
-    if close < 0:
-        return speaker_of(text)
-    opening = text[: close + 2]
-    if opening in seen:
-        return seen[opening]
-    seen[opening] = name = speaker_of(opening)
-    return name
 
 
 def _speaker(turn: Mapping[str, Any]) -> str | None:
