@@ -12,7 +12,7 @@ from compression import breaker
 from compression.assemble import assemble
 from compression.boundaries import Boundaries, plan_boundaries
 from compression.engine import ContextEngine
-from compression.fold import Span
+from compression.fold import middle_span
 from compression.handoff import take_handoffs
 from compression.memory import Memory, MessageSource
 from compression.message_counts import input_counts, recounted, total_of
@@ -25,7 +25,10 @@ from compression.summarizer import Summarizer
 from compression.summary_step import Summary, SummaryStep, summarise
 from compression.template import ensure_pins
 from compression.thresholds import CompressorConfig
-from compression.tokens import MessageCounter, uncached_counter_for
+from compression.tokens import MessageCounter, TokenCounter, uncached_counter_for
+
+# One call's own count cache: the texts it counts, freed when it returns.
+CALL_COUNT_CACHE_TEXTS = 100_000
 
 log = logging.getLogger(__name__)
 
@@ -61,8 +64,10 @@ class ContextCompressor(ContextEngine):
         self._state = state or CompressorState()
         self._memory = memory or Memory()
         self._clock = clock
-        # Uncached: what a call counts itself (new texts) must not outlive the call.
+        # Uncached: what a call counts itself (new texts) must not outlive the call; each call
+        # of the built-in counter gets its own cache instead (tool names, repeated lines).
         self._counter = counter or uncached_counter_for(config.model)
+        self._call_cache = counter is None
         self._session_id: str | None = None
 
     @property
@@ -171,13 +176,26 @@ class ContextCompressor(ContextEngine):
         messages of `memory.reread` by id, read again by the summarizer (SPEC 6.11).
         `hints`: one `message_hints()` per message, computed when the caller stored it.
         """
-        counts = input_counts(messages, token_counts, self._counter)
+        counter = self._counter
+        if self._call_cache:
+            counter = TokenCounter(self._config.model, cache_entries=CALL_COUNT_CACHE_TEXTS)
+        counts = input_counts(messages, token_counts, counter)
         hints = checked_hints(hints, len(messages))
         if memory is not None:
             self._memory = memory
         with redaction_memo():
             return await self._compress(
-                messages, counts, hints, focus_topic, force, pins, urgent, kinds, sources, reread
+                messages,
+                counts,
+                hints,
+                counter,
+                focus_topic,
+                force,
+                pins,
+                urgent,
+                kinds,
+                sources,
+                reread,
             )
 
     async def _compress(
@@ -185,6 +203,7 @@ class ContextCompressor(ContextEngine):
         messages: Messages,
         counts: list[int],
         hints: Sequence[int] | None,
+        counter: MessageCounter,
         focus_topic: str | None,
         force: bool,
         pins: Sequence[str],
@@ -199,23 +218,13 @@ class ContextCompressor(ContextEngine):
             self._state = breaker.lift_cooldown(self._state)
         elif breaker.is_paused(self._state, now):
             return self._unchanged(messages, before, "noop", "breaker paused", strike=False)
-        plan = self._plan(messages, counts, kinds, hints)
+        plan = self._plan(messages, counts, kinds, hints, counter)
         if plan.boundaries.empty:
             return self._unchanged(messages, before, "noop", "nothing to compress", strike=True)
         start, end = plan.boundaries.start, plan.boundaries.end
         pruned, changed = prune_tracked(plan.working, end, plan.hints)
-        pruned_tokens = recounted(pruned, plan.tokens, changed, self._counter)
-        middle = pruned[start:end]
-        found = [_source(sources, plan.origin[i]) for i in range(start, end)]
-        known = plan.hints
-        span = Span(
-            middle,
-            [s.id if s else None for s in found],
-            [s.at if s else None for s in found],
-            None
-            if known is None
-            else [None if i in changed else known[i] for i in range(start, end)],
-        )
+        pruned_tokens = recounted(pruned, plan.tokens, changed, counter)
+        span = middle_span(pruned, start, end, changed, plan.origin, plan.hints, sources)
         middle_tokens = sum(pruned_tokens[start:end])
         step = SummaryStep(
             self._memory,
@@ -232,14 +241,14 @@ class ContextCompressor(ContextEngine):
             now,
         )
         summary, self._state = await summarise(
-            step, self._config, self._summarizer, self._counter, self._state, self._session_id
+            step, self._config, self._summarizer, counter, self._state, self._session_id
         )
         if summary.body is None or summary.memory is None:
             return self._unchanged(messages, before, "aborted", summary.error, strike=False)
         body = ensure_pins(summary.body, tuple(pins))
         kept = pruned[:start] + pruned[end:]
         output = assemble(pruned[:start], body, pruned[end:])
-        after = total_of(output, kept, pruned_tokens[:start] + pruned_tokens[end:], self._counter)
+        after = total_of(output, kept, pruned_tokens[:start] + pruned_tokens[end:], counter)
         if after >= before:
             return self._unchanged(messages, before, "noop", "summary not smaller", strike=True)
         self._memory = summary.memory
@@ -251,14 +260,19 @@ class ContextCompressor(ContextEngine):
         counts: Sequence[int],
         kinds: Sequence[str] | None,
         hints: Sequence[int] | None = None,
+        counter: MessageCounter | None = None,
     ) -> _Plan:
+        counter = counter or self._counter
         flags = [kind == "summary" for kind in kinds] if kinds is not None else None
         handoff = take_handoffs(messages, flags, hints)
         working = handoff.messages
-        tokens = [
-            counts[source] if source >= 0 else self._counter.count_message(message)
-            for source, message in zip(handoff.sources, working, strict=True)
-        ]
+        if not handoff.bodies:  # nothing taken out: the messages and counts as they are
+            tokens = list(counts)
+        else:
+            tokens = [
+                counts[source] if source >= 0 else counter.count_message(message)
+                for source, message in zip(handoff.sources, working, strict=True)
+            ]
         # A summary in the transcript means a compaction already ran, also before a restart:
         # the head decays (#11996) and that summary is the one to update. Without one, a
         # remembered summary belongs to another session and is dropped (#38788).
@@ -272,7 +286,10 @@ class ContextCompressor(ContextEngine):
         )
         previous_tokens = sum(counts[i] for i in handoff.summary_sources)
         # An unwrapped summary (source -1) is not the message its hint was computed for.
-        known = None if hints is None else [hints[i] if i >= 0 else None for i in handoff.sources]
+        if hints is None or not handoff.bodies:
+            known: list[int | None] | None = None if hints is None else list(hints)
+        else:
+            known = [hints[i] if i >= 0 else None for i in handoff.sources]
         return _Plan(
             working,
             tokens,
@@ -369,7 +386,3 @@ def _prompt_tokens(usage: Any) -> int:
     if value is None and usage is not None and not isinstance(usage, Mapping):
         value = getattr(usage, "prompt_tokens", None)
     return value if isinstance(value, int) and not isinstance(value, bool) else 0
-
-
-def _source(sources: Sequence[MessageSource | None] | None, index: int) -> MessageSource | None:
-    return sources[index] if sources is not None and index < len(sources) else None

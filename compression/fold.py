@@ -10,13 +10,20 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from compression.extract import extract_update
 from compression.features import text_weight
-from compression.memory import Memory, MemoryEntry, MemoryUpdate, apply_update, norm_subject
+from compression.memory import (
+    Memory,
+    MemoryEntry,
+    MemoryUpdate,
+    MessageSource,
+    apply_update,
+    norm_subject,
+)
 from compression.memory_format import format_current, parse_reply
 from compression.message_hints import FEATURELESS, SHOWN_FEATURELESS
 from compression.redact import redact
@@ -271,3 +278,34 @@ def _backup_candidates(
 def describe(exc: BaseException) -> str:
     """A short error for the result; redacted because SDK errors may echo a key fragment."""
     return redact(f"{type(exc).__name__}: {exc}")[:ERROR_TEXT_CHARS]
+
+
+def middle_span(
+    pruned: list[Mapping[str, Any]],
+    start: int,
+    end: int,
+    changed: set[int],
+    origin: Sequence[int],
+    hints: Sequence[int | None] | None,
+    sources: Sequence[MessageSource | None] | None,
+) -> Span:
+    """`pruned[start:end]` to summarise, with each message's source (by its `origin` in the
+    caller's list) and the hints still true of it (none for a message prune `changed`)."""
+    if sources is None:
+        ids: list[str | None] = [None] * (end - start)
+        times: list[float | None] = [None] * (end - start)
+    else:
+        found = [_source(sources, origin[i]) for i in range(start, end)]
+        ids = [s.id if s else None for s in found]
+        times = [s.at if s else None for s in found]
+    kept = None
+    if hints is not None:
+        kept = list(hints[start:end])
+        for index in changed:
+            if start <= index < end:
+                kept[index - start] = None
+    return Span(pruned[start:end], ids, times, kept)
+
+
+def _source(sources: Sequence[MessageSource | None], index: int) -> MessageSource | None:
+    return sources[index] if index < len(sources) else None
