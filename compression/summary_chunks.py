@@ -66,8 +66,10 @@ def summary_view(
     names: list[str | None] = []
     speakers: dict[str, str | None] = {}
     chars = 0
-    for index, message in enumerate(turns):
-        hint = hints[index] if hints is not None else None
+    # Bound once: this loop runs once per message of the span.
+    add_turn, add_size, add_name = prepared.append, sizes.append, names.append
+    known = [None] * len(turns) if hints is None else hints
+    for message, hint in zip(turns, known, strict=True):
         content = message.get("content")
         # Inline, the common turn: a clean chat line of ordinary length (what _prepared
         # does for it, without the call); anything else takes the general path.
@@ -80,7 +82,6 @@ def summary_view(
         ):
             role = message.get("role")
             if role == "user":
-                turn = dict(message)
                 shown = content.strip()
                 if content:
                     lead = content.lstrip()
@@ -88,28 +89,26 @@ def summary_view(
                     named = speaker if len(lead) == len(shown) else speaker_of(shown)
                 else:
                     speaker = named = None
-                prepared.append(turn)
-                sizes.append(
-                    len(shown) + (0 if named else _USER_LABEL_CHARS) + TURN_SEPARATOR_CHARS
-                )
-                names.append(speaker)
+                add_turn(dict(message))
+                add_size(len(shown) + (0 if named else _USER_LABEL_CHARS) + TURN_SEPARATOR_CHARS)
+                add_name(speaker)
                 chars += len(content)
                 continue
             if role == "assistant":
                 text = strip_think(content) if "<" in content else content.strip()
                 turn = dict(message)
-                turn["content"] = text
-                prepared.append(turn)
-                size = _ASSISTANT_LABEL_CHARS + len(text) if text else 0
-                sizes.append(size + TURN_SEPARATOR_CHARS)
-                names.append(None)
+                if text is not content:
+                    turn["content"] = text
+                add_turn(turn)
+                add_size((_ASSISTANT_LABEL_CHARS + len(text) if text else 0) + TURN_SEPARATOR_CHARS)
+                add_name(None)
                 chars += len(content)
                 continue
         clean = hint is not None and bool(hint & SUMMARY_CLEAN)
         turn, size, speaker, length = _prepared(message, clean, speakers)
-        prepared.append(turn)
-        sizes.append(size)
-        names.append(speaker)
+        add_turn(turn)
+        add_size(size)
+        add_name(speaker)
         chars += length
     return SummaryView(prepared, sizes, names, chars)
 
