@@ -15,7 +15,7 @@ from typing import Any
 from compression.extract import read_features
 from compression.features import Features
 from compression.messages import is_summary_message
-from compression.redact import redact
+from compression.redact import redact, redact_value
 from compression.summary_input import truncate_body
 from compression.transcript import content_text, strip_think
 
@@ -29,6 +29,8 @@ SHOWN_FEATURELESS = 4
 PLAIN = 8
 # A tool result, or an assistant message carrying a list of tool calls (what prune reads).
 TOOL_MESSAGE = 16
+# redact_value() leaves the arguments of every tool call as they are.
+CALLS_CLEAN = 32
 
 
 class HintsError(ValueError):
@@ -44,8 +46,11 @@ def message_hints(message: Mapping[str, Any]) -> int:
     hints = SUMMARY_CLEAN if redacted == view else 0
     if role == "system" or not is_summary_message(message):
         hints |= PLAIN
-    if role == "tool" or (role == "assistant" and isinstance(message.get("tool_calls"), list)):
+    calls = message.get("tool_calls")
+    if role == "tool" or (role == "assistant" and isinstance(calls, list)):
         hints |= TOOL_MESSAGE
+    if not isinstance(calls, list) or all(_arguments_clean(call) for call in calls):
+        hints |= CALLS_CLEAN
     if role not in ("user", "assistant"):
         return hints
     if _empty(read_features(message)):
@@ -53,6 +58,12 @@ def message_hints(message: Mapping[str, Any]) -> int:
     if _empty(read_features({**message, "content": truncate_body(redacted)})):
         hints |= SHOWN_FEATURELESS
     return hints
+
+
+def _arguments_clean(call: Any) -> bool:
+    function = call.get("function") if isinstance(call, Mapping) else None
+    arguments = function.get("arguments") if isinstance(function, Mapping) else None
+    return not isinstance(arguments, str) or redact_value(arguments) == arguments
 
 
 def _empty(features: Features) -> bool:

@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from compression.message_hints import SUMMARY_CLEAN
+from compression.message_hints import CALLS_CLEAN, SUMMARY_CLEAN
 from compression.redact import redact
 from compression.summary_input import (
     BODY_LIMIT_CHARS,
@@ -105,7 +105,8 @@ def summary_view(
                 chars += len(content)
                 continue
         clean = hint is not None and bool(hint & SUMMARY_CLEAN)
-        turn, size, speaker, length = _prepared(message, clean, speakers)
+        calls_clean = hint is not None and bool(hint & CALLS_CLEAN)
+        turn, size, speaker, length = _prepared(message, clean, calls_clean, speakers)
         add_turn(turn)
         add_size(size)
         add_name(speaker)
@@ -148,7 +149,7 @@ def summary_chunks(
 
 
 def _prepared(
-    message: Mapping[str, Any], clean: bool, speakers: dict[str, str | None]
+    message: Mapping[str, Any], clean: bool, calls_clean: bool, speakers: dict[str, str | None]
 ) -> tuple[dict[str, Any], int, str | None, int]:
     """`summary_turns`' copy of one message, its `rendered_chars`, its participant name and
     the characters of its content (`chars_per_token`'s measure)."""
@@ -171,7 +172,7 @@ def _prepared(
     calls = turn.pop("tool_calls", None)
     turn["content"] = text
     if isinstance(calls, list) and calls:
-        turn["tool_calls"] = calls = [prepare_call(call) for call in calls]
+        turn["tool_calls"] = calls = [prepare_call(call, calls_clean) for call in calls]
     shown = text.strip()
     speaker = None
     if role == "user":

@@ -75,7 +75,9 @@ def _prepared_text(text: str, assistant: bool) -> str:
     return truncate_body(redact(strip_think(text) if assistant else text))
 
 
-def prepare_call(call: Any) -> Any:
+def prepare_call(call: Any, clean: bool = False) -> Any:
+    """The summarizer's copy of a tool call; `clean`: its arguments are known to need no
+    redaction (CALLS_CLEAN)."""
     if not isinstance(call, Mapping):
         return call
     copy = dict(call)
@@ -83,7 +85,7 @@ def prepare_call(call: Any) -> Any:
     if isinstance(function, Mapping):
         arguments = function.get("arguments")
         if isinstance(arguments, str):
-            arguments = shorten_arguments(redact_value(arguments))
+            arguments = shorten_arguments(arguments if clean else redact_value(arguments))
         copy["function"] = {**function, "arguments": arguments}
     return copy
 
