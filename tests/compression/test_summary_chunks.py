@@ -87,3 +87,28 @@ def test_a_transcript_holding_a_summary_compresses_alike_with_hints(seed: int) -
     assert hinted.messages == reference.messages
     assert hinted.memory == reference.memory
     assert [r.turns for r in fast.requests] == [r.turns for r in plain.requests]
+
+
+def test_hints_vouch_only_for_what_holds() -> None:
+    from compression.message_hints import (
+        CALLS_CLEAN,
+        FEATURELESS,
+        PLAIN,
+        SHOWN_FEATURELESS,
+        SUMMARY_CLEAN,
+        TOOL_MESSAGE,
+    )
+    from tests.compression.test_redact import SECRETS
+
+    chatter = message_hints({"role": "user", "content": "[Alice] see you"})
+    assert chatter == SUMMARY_CLEAN | PLAIN | FEATURELESS | SHOWN_FEATURELESS | CALLS_CLEAN
+    secret = message_hints({"role": "user", "content": f"[Bob] key {SECRETS['openai']}"})
+    assert not secret & SUMMARY_CLEAN
+    value = message_hints({"role": "user", "content": "[Ana] The budget is $5,000."})
+    assert not value & FEATURELESS and not value & SHOWN_FEATURELESS
+    call = {
+        "id": "c1",
+        "function": {"name": "f", "arguments": f'{{"token": "{SECRETS["openai"]}"}}'},
+    }
+    caller = message_hints({"role": "assistant", "content": None, "tool_calls": [call]})
+    assert caller & TOOL_MESSAGE and not caller & CALLS_CLEAN
