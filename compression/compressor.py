@@ -64,8 +64,8 @@ class ContextCompressor(ContextEngine):
         self._state = state or CompressorState()
         self._memory = memory or Memory()
         self._clock = clock
-        # Uncached: what a call counts itself (new texts) must not outlive the call; each call
-        # of the built-in counter gets its own cache instead (tool names, repeated lines).
+        # Uncached: what a call counts itself (new texts) must not outlive the call; past the
+        # input, each call of the built-in counter gets its own cache (tool names repeat).
         self._counter = counter or uncached_counter_for(config.model)
         self._call_cache = counter is None
         self._session_id: str | None = None
@@ -176,10 +176,10 @@ class ContextCompressor(ContextEngine):
         messages of `memory.reread` by id, read again by the summarizer (SPEC 6.11).
         `hints`: one `message_hints()` per message, computed when the caller stored it.
         """
-        counter = self._counter
+        counts = input_counts(messages, token_counts, self._counter)
+        counter = self._counter  # what the call counts besides the input: new texts
         if self._call_cache:
             counter = TokenCounter(self._config.model, cache_entries=CALL_COUNT_CACHE_TEXTS)
-        counts = input_counts(messages, token_counts, counter)
         hints = checked_hints(hints, len(messages))
         if memory is not None:
             self._memory = memory
