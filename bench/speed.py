@@ -38,7 +38,7 @@ PROFILED = (
     "boundaries.plan_boundaries",
     "prune.prune_tracked",
     "summary_step.summarise",
-    "summary_chunks.summary_chunks",
+    "summary_chunks.summary_view",
     "extract.extract_update",
     "summary_input.derive_focus",
     "redact.redact",
@@ -241,7 +241,7 @@ def render(results: Results, plan: Plan) -> Section:
             f"Where one `compress()` of {results.profile_size:,} messages "
             "(stub, stored counts and hints) spends its time "
             f"(cProfile, {ms(results.profile_total)} under the profiler; cumulative time, so "
-            "`_plan` and `_request` include the rows below them, and `count_message` is every "
+            "`_plan` and `summarise` include the rows below them, and `count_message` is every "
             "token count anywhere in the call):",
             "",
             *table(
