@@ -3,8 +3,9 @@ process, with the calibration pass timed beside it (ratio = K × calibration / o
 
 Each measurement is its own `python -m bench.compress_speed --child …` process, so nothing a
 previous call computed (tokenizer caches, the allocator's warm arenas) helps: the first
-compaction after a restart is the one that counts. Counts are the store's, computed once by
-the parent with a separate counter and handed to the child, as the service hands them over.
+compaction after a restart is the one that counts. Counts and `message_hints` are the
+store's, computed once by the parent (as a store computes them when it stores a message) and
+handed to the child, as the service hands them over; `no counts` hands over neither.
 """
 
 from __future__ import annotations
@@ -52,7 +53,7 @@ def measure(results: Results, *, reps: int, sizes: tuple[int, ...] = SIZES) -> N
     with tempfile.TemporaryDirectory(prefix="bench-compress-") as tmp:
         for size in sizes:
             counts_file = Path(tmp) / f"counts-{size}.json"
-            counts_file.write_text(json.dumps(_stored_counts(size)))
+            counts_file.write_text(json.dumps(_stored(size)))
             for _ in range(reps):
                 for mode in MODES:
                     run = _child(size, mode, counts_file)
@@ -62,11 +63,16 @@ def measure(results: Results, *, reps: int, sizes: tuple[int, ...] = SIZES) -> N
         results.memory = _child(biggest, "stub", counts_file, trace=True)
 
 
-def _stored_counts(size: int) -> list[int]:
+def _stored(size: int) -> dict[str, list[int]]:
+    from compression.message_hints import message_hints
     from compression.tokens import TokenCounter
 
     counter = TokenCounter(None, cache_entries=0)
-    return [counter.count_message(m) for m in hermes_chat(size)]
+    messages = hermes_chat(size)
+    return {
+        "counts": [counter.count_message(m) for m in messages],
+        "hints": [message_hints(m) for m in messages],
+    }
 
 
 def _child(size: int, mode: str, counts_file: Path, *, trace: bool = False) -> dict[str, float]:
@@ -78,9 +84,7 @@ def _child(size: int, mode: str, counts_file: Path, *, trace: bool = False) -> d
     return dict(json.loads(done.stdout.strip().splitlines()[-1]))
 
 
-async def _child_main(
-    size: int, mode: str, counts: list[int] | None, trace: bool
-) -> dict[str, Any]:
+async def _child_main(size: int, mode: str, stored: dict | None, trace: bool) -> dict[str, Any]:
     from compression import CompressorConfig, ContextCompressor
     from compression.tokens import uncached_counter_for
 
@@ -90,13 +94,13 @@ async def _child_main(
     uncached_counter_for(None).count_text("load the encoding")  # the service loads it at start
     gc.collect()
     if trace:
-        return await _traced(compressor, messages, counts)
+        return await _traced(compressor, messages, stored)
     # The calibration runs just before and just after, each after a full collection, and the
     # faster one counts: a collector pass or a busy core landing in it must not flatter us.
     calibration_s, reference = _timed_calibration(messages)
     gc.collect()
     begin = time.perf_counter()
-    result = await compressor.compress(messages, token_counts=counts)
+    result = await compressor.compress(messages, **_given(stored))
     ours_s = time.perf_counter() - begin
     calibration_s = min(calibration_s, _timed_calibration(messages)[0])
     return {
@@ -114,11 +118,17 @@ def _timed_calibration(messages: list[dict]) -> tuple[float, int]:
     return time.perf_counter() - begin, reference
 
 
-async def _traced(compressor: Any, messages: list[dict], counts: list[int] | None) -> dict:
+def _given(stored: dict | None) -> dict[str, Any]:
+    if stored is None:
+        return {}
+    return {"token_counts": stored["counts"], "hints": stored["hints"]}
+
+
+async def _traced(compressor: Any, messages: list[dict], stored: dict | None) -> dict:
     tracemalloc.start()
     base = tracemalloc.get_traced_memory()[0]
     tracemalloc.reset_peak()
-    result = await compressor.compress(messages, token_counts=counts)
+    result = await compressor.compress(messages, **_given(stored))
     peak = tracemalloc.get_traced_memory()[1] - base
     del result
     gc.collect()
@@ -133,7 +143,8 @@ def render(results: Results) -> Section:
         "The synthetic chat of `reference/hermes-speed.md` (seeded; 300-char user turns, "
         "400-char replies, a 3,000-char tool result every 10th turn), "
         f"{WINDOW_TOKENS // 1000}K window, each measurement in its own fresh process; "
-        "`counts` = the store's token counts passed as the service passes them, `stub` = a "
+        "`counts` = the store's token counts and message hints passed as the service passes "
+        "them, `stub` = a "
         "summarizer answering a fixed 2,000-char summary at once, `deterministic` = no "
         "summarizer. Hermes' time is K × the calibration pass timed in the same process "
         "just before and just after (the faster of the two; K from hermes-speed.md). "
@@ -217,8 +228,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--trace", action="store_true")
     args = parser.parse_args(argv)
     size, mode, counts_file = int(args.child[0]), args.child[1], Path(args.child[2])
-    counts = None if mode == "no counts" else json.loads(counts_file.read_text())
-    print(json.dumps(asyncio.run(_child_main(size, mode, counts, args.trace))))
+    stored = None if mode == "no counts" else json.loads(counts_file.read_text())
+    print(json.dumps(asyncio.run(_child_main(size, mode, stored, args.trace))))
     return 0
 
 

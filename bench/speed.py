@@ -25,6 +25,7 @@ from bot.store.base import NewMessage
 from bot.store.sqlite import SqliteStore
 from compression import CompressorConfig, ContextCompressor
 from compression.hygiene import hygiene_reason
+from compression.message_hints import message_hints
 from compression.tokens import TokenCounter, counter_for
 
 HYGIENE_SIZES = (100, 5_000, 50_000)
@@ -36,9 +37,9 @@ PROFILED = (
     "handoff.take_handoffs",
     "boundaries.plan_boundaries",
     "prune.prune_tracked",
-    "compressor._request",
-    "summary_input.summary_turns",
-    "summary_input.participants",
+    "summary_step.summarise",
+    "summary_chunks.summary_view",
+    "extract.extract_update",
     "summary_input.derive_focus",
     "redact.redact",
     "assemble.assemble",
@@ -131,16 +132,17 @@ async def run(quick: bool = False) -> tuple[Section, Results]:
 
 
 async def _profile(results: Results) -> None:
-    """Where one compress() (stub summarizer, stored counts) spends its time, by compression/
-    function (cProfile inflates the total, the shares are what matter)."""
+    """Where one compress() (stub summarizer, stored counts and hints) spends its time, by
+    compression/ function (cProfile inflates the total, the shares are what matter)."""
     messages = hermes_chat(PROFILE_SIZE)
     counter = TokenCounter(None, cache_entries=0)
     counts = [counter.count_message(m) for m in messages]
+    hints = [message_hints(m) for m in messages]
     config = CompressorConfig(context_length=compress_speed.WINDOW_TOKENS)
     compressor = ContextCompressor(config, StubSummarizer())
     profiler = cProfile.Profile()
     profiler.enable()
-    await compressor.compress(messages, token_counts=counts)
+    await compressor.compress(messages, token_counts=counts, hints=hints)
     profiler.disable()
     stats = pstats.Stats(profiler).stats  # type: ignore[attr-defined]
     rows = []
@@ -236,10 +238,10 @@ def render(results: Results, plan: Plan) -> Section:
     s.add(*compress_speed.render(results.compress).body)
     if results.profile:
         s.add(
-            f"Where one `compress()` of {results.profile_size:,} messages (stub, stored counts) "
-            "spends its time "
+            f"Where one `compress()` of {results.profile_size:,} messages "
+            "(stub, stored counts and hints) spends its time "
             f"(cProfile, {ms(results.profile_total)} under the profiler; cumulative time, so "
-            "`_plan` and `_request` include the rows below them, and `count_message` is every "
+            "`_plan` and `summarise` include the rows below them, and `count_message` is every "
             "token count anywhere in the call):",
             "",
             *table(

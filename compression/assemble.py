@@ -32,18 +32,21 @@ def summary_content(body: str) -> str:
 
 
 def assemble(head: Messages, body: str, tail: Messages) -> list[dict[str, Any]]:
-    """The compacted transcript; every returned dict is a copy."""
-    out_head = [dict(m) for m in head]
+    """The compacted transcript; every returned dict is a copy (made once, when the unpaired
+    tool messages are dropped)."""
+    out_head: list[Mapping[str, Any]] = list(head)
     if out_head and role_of(out_head[0]) == "system":
         out_head[0] = with_compaction_note(out_head[0])
-    out_tail = [dict(m) for m in tail]
+    out_tail: list[Mapping[str, Any]] = list(tail)
     role, merge = summary_placement(out_head, out_tail)
     if merge:
         out_tail[0] = merge_summary(out_tail[0], body)
-        middle: list[dict[str, Any]] = []
+        middle: list[Mapping[str, Any]] = []
     else:
         middle = [{"role": role, "content": summary_content(body)}]
-    return strip_historical_media(drop_unpaired_tool_messages(out_head + middle + out_tail))
+    out = drop_unpaired_tool_messages(out_head + middle + out_tail)
+    _strip_media_before(out, _newest_user_images(out))  # `out` holds copies already
+    return out
 
 
 def with_compaction_note(system: Mapping[str, Any]) -> dict[str, Any]:
@@ -135,12 +138,19 @@ def strip_historical_media(messages: Messages) -> list[dict[str, Any]]:
     Multi-megabyte base64 images re-sent on every turn exceed provider body limits and wedge a
     session (kilocode#9434); the newest image message keeps its images.
     """
-    anchor = -1
+    out = [dict(m) for m in messages]
+    _strip_media_before(out, _newest_user_images(out))
+    return out
+
+
+def _newest_user_images(messages: Messages) -> int:
     for index in range(len(messages) - 1, -1, -1):
         if role_of(messages[index]) == "user" and has_images(messages[index]):
-            anchor = index
-            break
-    out = [dict(m) for m in messages]
+            return index
+    return -1
+
+
+def _strip_media_before(out: list[dict[str, Any]], anchor: int) -> None:
     for index in range(max(anchor, 0)):
         if has_images(out[index]):
             out[index]["content"] = [
@@ -149,4 +159,3 @@ def strip_historical_media(messages: Messages) -> list[dict[str, Any]]:
                 else part
                 for part in out[index]["content"]
             ]
-    return out

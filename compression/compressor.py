@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import datetime as dt
 import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -13,23 +12,23 @@ from compression import breaker
 from compression.assemble import assemble
 from compression.boundaries import Boundaries, plan_boundaries
 from compression.engine import ContextEngine
-from compression.fold import Folded, Span, extract_all, fold, fold_in_cooldown
-from compression.fold_inputs import build_ask, chars_per_token, legacy_memory, reread_span
+from compression.fold import middle_span
 from compression.handoff import take_handoffs
 from compression.memory import Memory, MessageSource
-from compression.memory_render import render_memory
 from compression.message_counts import input_counts, recounted, total_of
+from compression.message_hints import checked_hints
 from compression.prune import prune_tracked
 from compression.redact import redaction_memo
 from compression.result import CompressionResult, Outcome
 from compression.state import CompressorState
 from compression.summarizer import Summarizer
-from compression.template import ensure_pins, pin_lines
+from compression.summary_step import Summary, SummaryStep, summarise
+from compression.template import ensure_pins
 from compression.thresholds import CompressorConfig
-from compression.tokens import MessageCounter, uncached_counter_for
+from compression.tokens import MessageCounter, TokenCounter, uncached_counter_for
 
-# SPEC 6.9: the extractor's summary is at most 8,000 characters.
-EXTRACTED_MAX_CHARS = 8_000
+# One call's own count cache: the texts it counts, freed when it returns.
+CALL_COUNT_CACHE_TEXTS = 100_000
 
 log = logging.getLogger(__name__)
 
@@ -38,20 +37,13 @@ Messages = Sequence[Mapping[str, Any]]
 
 @dataclass(frozen=True, slots=True)
 class _Plan:
-    working: list[dict[str, Any]]
+    working: list[Mapping[str, Any]]
     tokens: list[int]  # one per working message
+    hints: list[int | None] | None  # one per working message, when the caller gave them
     previous_summary: str | None
     previous_tokens: int  # an upper bound: the tokens of the messages that carried it
     boundaries: Boundaries
     origin: tuple[int, ...]  # index in the caller's list of each working message
-
-
-@dataclass(frozen=True, slots=True)
-class _Summary:
-    body: str | None
-    outcome: Outcome
-    error: str | None = None
-    memory: Memory | None = None
 
 
 class ContextCompressor(ContextEngine):
@@ -72,8 +64,10 @@ class ContextCompressor(ContextEngine):
         self._state = state or CompressorState()
         self._memory = memory or Memory()
         self._clock = clock
-        # Uncached: what a call counts itself (new texts) must not outlive the call.
+        # Uncached: what a call counts itself (new texts) must not outlive the call; past the
+        # input, each call of the built-in counter gets its own cache (tool names repeat).
         self._counter = counter or uncached_counter_for(config.model)
+        self._call_cache = counter is None
         self._session_id: str | None = None
 
     @property
@@ -169,6 +163,7 @@ class ContextCompressor(ContextEngine):
         sources: Sequence[MessageSource | None] | None = None,
         reread: Mapping[str, Mapping[str, Any]] | None = None,
         token_counts: Sequence[int] | None = None,
+        hints: Sequence[int] | None = None,
     ) -> CompressionResult:
         """Compact `messages`; never raises for summarizer failures, never mutates the input.
 
@@ -179,19 +174,36 @@ class ContextCompressor(ContextEngine):
         caller's summary rows ("summary"), so no text is taken for one by its wording;
         `sources` (one per message) are recorded in the memory; `reread` holds the archived
         messages of `memory.reread` by id, read again by the summarizer (SPEC 6.11).
+        `hints`: one `message_hints()` per message, computed when the caller stored it.
         """
         counts = input_counts(messages, token_counts, self._counter)
+        counter = self._counter  # what the call counts besides the input: new texts
+        if self._call_cache:
+            counter = TokenCounter(self._config.model, cache_entries=CALL_COUNT_CACHE_TEXTS)
+        hints = checked_hints(hints, len(messages))
         if memory is not None:
             self._memory = memory
         with redaction_memo():
             return await self._compress(
-                messages, counts, focus_topic, force, pins, urgent, kinds, sources, reread
+                messages,
+                counts,
+                hints,
+                counter,
+                focus_topic,
+                force,
+                pins,
+                urgent,
+                kinds,
+                sources,
+                reread,
             )
 
     async def _compress(
         self,
         messages: Messages,
         counts: list[int],
+        hints: Sequence[int] | None,
+        counter: MessageCounter,
         focus_topic: str | None,
         force: bool,
         pins: Sequence[str],
@@ -206,42 +218,61 @@ class ContextCompressor(ContextEngine):
             self._state = breaker.lift_cooldown(self._state)
         elif breaker.is_paused(self._state, now):
             return self._unchanged(messages, before, "noop", "breaker paused", strike=False)
-        plan = self._plan(messages, counts, kinds)
+        plan = self._plan(messages, counts, kinds, hints, counter)
         if plan.boundaries.empty:
             return self._unchanged(messages, before, "noop", "nothing to compress", strike=True)
         start, end = plan.boundaries.start, plan.boundaries.end
-        pruned, changed = prune_tracked(plan.working, end)
-        pruned_tokens = recounted(pruned, plan.tokens, changed, self._counter)
-        middle = pruned[start:end]
-        found = [_source(sources, plan.origin[i]) for i in range(start, end)]
-        span = Span(
-            middle, [s.id if s else None for s in found], [s.at if s else None for s in found]
-        )
+        pruned, changed = prune_tracked(plan.working, end, plan.hints)
+        pruned_tokens = recounted(pruned, plan.tokens, changed, counter)
+        span = middle_span(pruned, start, end, changed, plan.origin, plan.hints, sources)
         middle_tokens = sum(pruned_tokens[start:end])
-        summary = await self._summarise(
-            plan, span, middle_tokens, reread, focus_topic, pins, force, urgent, now
+        step = SummaryStep(
+            self._memory,
+            plan.previous_summary,
+            plan.previous_tokens,
+            plan.working,
+            span,
+            middle_tokens,
+            reread,
+            focus_topic,
+            tuple(pins),
+            force,
+            urgent,
+            now,
+        )
+        summary, self._state = await summarise(
+            step, self._config, self._summarizer, counter, self._state, self._session_id
         )
         if summary.body is None or summary.memory is None:
             return self._unchanged(messages, before, "aborted", summary.error, strike=False)
         body = ensure_pins(summary.body, tuple(pins))
         kept = pruned[:start] + pruned[end:]
         output = assemble(pruned[:start], body, pruned[end:])
-        after = total_of(output, kept, pruned_tokens[:start] + pruned_tokens[end:], self._counter)
+        after = total_of(output, kept, pruned_tokens[:start] + pruned_tokens[end:], counter)
         if after >= before:
             return self._unchanged(messages, before, "noop", "summary not smaller", strike=True)
         self._memory = summary.memory
         return self._completed(output, body, summary, before, after, end - start, now)
 
     def _plan(
-        self, messages: Messages, counts: Sequence[int], kinds: Sequence[str] | None
+        self,
+        messages: Messages,
+        counts: Sequence[int],
+        kinds: Sequence[str] | None,
+        hints: Sequence[int] | None = None,
+        counter: MessageCounter | None = None,
     ) -> _Plan:
+        counter = counter or self._counter
         flags = [kind == "summary" for kind in kinds] if kinds is not None else None
-        handoff = take_handoffs(messages, flags)
+        handoff = take_handoffs(messages, flags, hints)
         working = handoff.messages
-        tokens = [
-            counts[source] if source >= 0 else self._counter.count_message(message)
-            for source, message in zip(handoff.sources, working, strict=True)
-        ]
+        if not handoff.bodies:  # nothing taken out: the messages and counts as they are
+            tokens = list(counts)
+        else:
+            tokens = [
+                counts[source] if source >= 0 else counter.count_message(message)
+                for source, message in zip(handoff.sources, working, strict=True)
+            ]
         # A summary in the transcript means a compaction already ran, also before a restart:
         # the head decays (#11996) and that summary is the one to update. Without one, a
         # remembered summary belongs to another session and is dropped (#38788).
@@ -254,102 +285,20 @@ class ContextCompressor(ContextEngine):
             tokens=tokens,
         )
         previous_tokens = sum(counts[i] for i in handoff.summary_sources)
-        return _Plan(
-            working, tokens, handoff.previous_summary, previous_tokens, boundaries, handoff.origin
-        )
-
-    async def _summarise(
-        self,
-        plan: _Plan,
-        span: Span,
-        middle_tokens: int,
-        reread: Mapping[str, Mapping[str, Any]] | None,
-        focus_topic: str | None,
-        pins: Sequence[str],
-        force: bool,
-        urgent: bool,
-        now: float,
-    ) -> _Summary:
-        """Fold the span into the memory and render it; `body` None means abort."""
-        memory = self._memory
-        if not memory.entries and plan.previous_summary:
-            memory = legacy_memory(plan.previous_summary, _today(now))
-        span_tokens = middle_tokens + (plan.previous_tokens if plan.previous_summary else 0)
-        budget = self._config.summary_budget(span_tokens)
-        density = chars_per_token(span.turns, middle_tokens)
-        folded = await self._fold(memory, plan, span, reread, focus_topic, pins, force, urgent,
-                                  budget, density, now)  # fmt: skip
-        if folded.memory is None:
-            return _Summary(None, "aborted", folded.error)
-        extracted = self._summarizer is None or folded.extracted
-        # The extractor's summary is never more than half the span it replaces (SPEC 6.6), so
-        # it saves as soon as the span outweighs the fixed framing twice over; a summarizer's
-        # has the summary budget (6.2), and the size check below still rejects a growth.
-        room = min(budget, span_tokens // 2) if extracted else budget
-        rendered = render_memory(
-            folded.memory,
-            budget_tokens=max(0, room),
-            count_tokens=self._counter.count_text,
-            unavailable=self._summarizer is not None and folded.extracted,
-            max_chars=EXTRACTED_MAX_CHARS if extracted else None,
-            reserved_tokens=self._counter.count_text("\n".join(pin_lines(pins))),
-        )
-        return _Summary(rendered.body, folded.outcome, folded.error, folded.memory)
-
-    async def _fold(
-        self,
-        memory: Memory,
-        plan: _Plan,
-        span: Span,
-        reread: Mapping[str, Mapping[str, Any]] | None,
-        focus_topic: str | None,
-        pins: Sequence[str],
-        force: bool,
-        urgent: bool,
-        budget: int,
-        density: float,
-        now: float,
-    ) -> Folded:
-        today = _today(now)
-        if self._summarizer is None:
-            return Folded(extract_all(memory, [span], today), "compressed", extracted=True)
-        state = self._state
-        cause = state.cooldown_cause
-        if not force and breaker.in_cooldown(state, now):
-            # A failing summarizer is not called again until its cooldown ends (Hermes #11529).
-            abort = self._config.abort_on_summary_failure
-            return fold_in_cooldown(memory, span, cause, urgent=urgent, abort=abort, today=today)
-        ask = build_ask(
-            memory,
-            plan.working,
-            focus_topic=focus_topic,
-            budget_tokens=budget,
-            today=today,
-            pins=pins,
-            context_length=self._config.context_length,
-            chars_per_token=density,
-            language=self._config.language,
-        )
-        folded = await fold(
-            self._summarizer,
-            memory,
-            reread_span(memory, reread),
-            span,
-            ask,
-            urgent=urgent,
-            abort_on_failure=self._config.abort_on_summary_failure,
-        )
-        if folded.cause is None:
-            self._state = breaker.reset_failures(state)
+        # An unwrapped summary (source -1) is not the message its hint was computed for.
+        if hints is None or not handoff.bodies:
+            known: list[int | None] | None = None if hints is None else list(hints)
         else:
-            self._state = breaker.arm_cooldown(state, now, folded.cause)
-            log.warning(
-                "summarizer failed session=%s cause=%s streak=%d",
-                self._session_id,
-                folded.cause,
-                self._state.failure_streak,
-            )
-        return folded
+            known = [hints[i] if i >= 0 else None for i in handoff.sources]
+        return _Plan(
+            working,
+            tokens,
+            known,
+            handoff.previous_summary,
+            previous_tokens,
+            boundaries,
+            handoff.origin,
+        )
 
     def _unchanged(
         self,
@@ -381,7 +330,7 @@ class ContextCompressor(ContextEngine):
         self,
         output: list[dict[str, Any]],
         body: str,
-        summary: _Summary,
+        summary: Summary,
         before: int,
         after: int,
         summarised: int,
@@ -437,11 +386,3 @@ def _prompt_tokens(usage: Any) -> int:
     if value is None and usage is not None and not isinstance(usage, Mapping):
         value = getattr(usage, "prompt_tokens", None)
     return value if isinstance(value, int) and not isinstance(value, bool) else 0
-
-
-def _today(now: float) -> dt.date:
-    return dt.datetime.fromtimestamp(now, tz=dt.UTC).date()
-
-
-def _source(sources: Sequence[MessageSource | None] | None, index: int) -> MessageSource | None:
-    return sources[index] if sources is not None and index < len(sources) else None

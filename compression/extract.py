@@ -21,6 +21,7 @@ from compression.redact import redact
 from compression.salient import clip
 from compression.transcript import (
     content_text,
+    speaker_of_opening,
     split_speaker,
     strip_think,
     tool_call_parts,
@@ -54,11 +55,15 @@ def extract_update(
     *,
     today: dt.date,
     min_weight: int = 0,
+    empty: Sequence[bool] | None = None,
+    speakers: Sequence[str] = (),
 ) -> MemoryUpdate:
     """Entries for `turns` (redacted here); `ids` and `times` are their sources, one per turn.
 
-    `min_weight` > 1: only lines that could weigh that much are read for candidates."""
-    names: dict[str, None] = {}
+    `min_weight` > 1: only lines that could weigh that much are read for candidates.
+    `empty[i]` True: turn i is known to have no features (`read_features` is NO_FEATURES).
+    `speakers`: names known to take part besides those of `turns` (who an action can be for)."""
+    names: dict[str, None] = dict.fromkeys(speakers)
     found_in: list[tuple[Candidate, str, str | None, tuple[str, ...]]] = []
     additions: list[MemoryEntry] = []
     questions: list[MemoryEntry] = []
@@ -66,7 +71,9 @@ def extract_update(
     calls: dict[tuple[str, str], _Call] = {}
     last_ask: tuple[str, str, Mapping[str, Any], str | None, float | None] | None = None
     read: dict[tuple[str, bool], Features] = {}  # repeated lines ("ok", "thanks") read once
-    for turn, source, at in zip(turns, ids, times, strict=True):
+    unread: list[tuple[Mapping[str, Any], str | None, float | None]] = []
+    openings: dict[str, str | None] = {}
+    for index, (turn, source, at) in enumerate(zip(turns, ids, times, strict=True)):
         role = turn.get("role")
         if role == "tool":
             head = content_text(turn.get("content"))[:300].lower()
@@ -75,18 +82,28 @@ def extract_update(
             continue
         if role not in ("user", "assistant"):
             continue
-        text = _readable(content_text(turn.get("content")))
+        if empty is not None and empty[index] and not turn.get("tool_calls"):
+            # Known to hold nothing: only who spoke counts, and a user's text once it is
+            # known to be the span's last ask (read at the end).
+            if role == "user":
+                text = _readable(content_text(turn.get("content")))
+                name = speaker_of_opening(text.lstrip(), openings)
+                if name:
+                    names.setdefault(name)
+                unread.append((turn, source, at))
+            continue
+        text, name = read_turn(turn)
         speaker = "assistant"
         if role == "user":
-            name, text = split_speaker(text.lstrip())
             if name:
                 names.setdefault(name)
             speaker = name or "user"
             if text.strip():
                 last_ask = (text, speaker, turn, source, at)
-        elif "<" in text:
-            text = strip_think(text)
-        if min_weight > 1 and not may_weigh(text, min_weight):
+                unread.clear()
+        if (empty is not None and empty[index]) or (
+            min_weight > 1 and not may_weigh(text, min_weight)
+        ):
             if not turn.get("tool_calls"):
                 continue
             features = NO_FEATURES
@@ -144,9 +161,35 @@ def extract_update(
         text = f"Called {name}({target}) — {outcome} {when}"
         additions.append(MemoryEntry(0, "tool", text, date=call.date, sources=call.sources))
     additions += questions[-OPEN_QUESTIONS_PER_SPAN:]
+    last_ask = _last_unread_ask(unread) or last_ask
     if last_ask is not None:
         additions.append(_latest_ask(*last_ask))
     return MemoryUpdate(additions=tuple(replace(e, origin="extractor") for e in additions))
+
+
+def _last_unread_ask(
+    unread: list[tuple[Mapping[str, Any], str | None, float | None]],
+) -> tuple[str, str, Mapping[str, Any], str | None, float | None] | None:
+    """The newest of the user turns not read, after the last ask read, that says something."""
+    for turn, source, at in reversed(unread):
+        text, name = read_turn(turn)
+        if text.strip():
+            return text, name or "user", turn, source, at
+    return None
+
+
+def read_turn(turn: Mapping[str, Any]) -> tuple[str, str | None]:
+    """What the extractor reads of a user or assistant turn, and the user's name if any."""
+    text = _readable(content_text(turn.get("content")))
+    if turn.get("role") == "user":
+        name, text = split_speaker(text.lstrip())
+        return text, name
+    return (strip_think(text) if "<" in text else text), None
+
+
+def read_features(turn: Mapping[str, Any]) -> Features:
+    """The features the extractor finds in one user or assistant turn."""
+    return message_features(read_turn(turn)[0], turn.get("role") == "user")
 
 
 @lru_cache(maxsize=REDACTED_CACHE_TEXTS)

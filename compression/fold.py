@@ -10,14 +10,22 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from compression.extract import extract_update
 from compression.features import text_weight
-from compression.memory import Memory, MemoryUpdate, apply_update, norm_subject
+from compression.memory import (
+    Memory,
+    MemoryEntry,
+    MemoryUpdate,
+    MessageSource,
+    apply_update,
+    norm_subject,
+)
 from compression.memory_format import format_current, parse_reply
+from compression.message_hints import FEATURELESS, SHOWN_FEATURELESS
 from compression.redact import redact
 from compression.result import Outcome
 from compression.state import CooldownCause
@@ -28,7 +36,7 @@ from compression.summarizer import (
     SummaryRequest,
     SummaryTransientError,
 )
-from compression.summary_input import chunk_turns, participants, summary_turns
+from compression.summary_chunks import SummaryView, summary_view, view_chunks
 
 log = logging.getLogger(__name__)
 
@@ -47,27 +55,49 @@ BACKUP_MIN_WEIGHT = 3
 
 @dataclass(frozen=True, slots=True)
 class Span:
-    """Turns to read, with the source message id and send time of each.
+    """Turns to read, with the source message id and send time of each, and what is known of
+    each turn on its own (`hints`, see message_hints; None where nothing is).
 
     The extractor reads the turns as they are (it redacts what it keeps); a summarizer gets
-    `prepared()` copies, redacted and truncated.
+    `chunks()` of copies, redacted and truncated.
     """
 
-    turns: list[dict[str, Any]]
+    turns: list[Any]
     ids: list[str | None]
     times: list[float | None]
+    hints: list[int | None] | None = None
 
-    def prepared(self) -> Span:
-        return Span(summary_turns(self.turns), self.ids, self.times)
+    def chunks(
+        self, max_chars: int, view: SummaryView | None = None
+    ) -> list[tuple[Span, tuple[str, ...]]]:
+        """The summarizer's chunks of this span (`view`: its summary_view, if made already),
+        each with the participants it shows."""
+        view = view or summary_view(self.turns, self.hints)
+        return [
+            (
+                Span(
+                    c.turns,
+                    self.ids[c.start : c.end],
+                    self.times[c.start : c.end],
+                    _shown_hints(self.hints, c.start, c.end),
+                ),
+                c.participants,
+            )
+            for c in view_chunks(view, max_chars)
+        ]
 
-    def chunks(self, max_chars: int) -> list[Span]:
-        out: list[Span] = []
-        position = 0
-        for chunk in chunk_turns(self.turns, max_chars):
-            end = position + len(chunk)
-            out.append(Span(chunk, self.ids[position:end], self.times[position:end]))
-            position = end
-        return out
+    def featureless(self) -> list[bool] | None:
+        """Which turns the hints show to have no features for the extractor."""
+        if self.hints is None:
+            return None
+        return [hint is not None and bool(hint & FEATURELESS) for hint in self.hints]
+
+
+def _shown_hints(hints: list[int | None] | None, start: int, end: int) -> list[int | None] | None:
+    """The hints of a chunk's turns, which are the summarizer's copies of the span's."""
+    if hints is None:
+        return None
+    return [FEATURELESS if h is not None and h & SHOWN_FEATURELESS else 0 for h in hints[start:end]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,7 +127,9 @@ class Folded:
 def extract_all(memory: Memory, spans: Sequence[Span], today: dt.date) -> Memory:
     """The deterministic path: every span folded in by the extractor."""
     for span in spans:
-        memory = apply_update(memory, extract_update(span.turns, span.ids, span.times, today=today))
+        empty = span.featureless()
+        update = extract_update(span.turns, span.ids, span.times, today=today, empty=empty)
+        memory = apply_update(memory, update)
     return memory
 
 
@@ -130,15 +162,17 @@ async def fold(
     *,
     urgent: bool,
     abort_on_failure: bool,
+    view: SummaryView | None = None,
 ) -> Folded:
-    """Re-read marked spans first, then the new span; every chunk folds into `memory`."""
+    """Re-read marked spans first, then the new span (`view`: its summary_view, if made
+    already); every chunk folds into `memory`."""
     pending = [
-        *(reread.prepared().chunks(ask.input_chars) if reread else []),
-        *span.prepared().chunks(ask.input_chars),
+        *(reread.chunks(ask.input_chars) if reread else []),
+        *span.chunks(ask.input_chars, view),
     ]
     reread_ids = {i for i in (reread.ids if reread else []) if i}
     failure: Folded | None = None
-    for position, chunk in enumerate(pending):
+    for position, (chunk, names) in enumerate(pending):
         shown = format_current(memory, max_chars=ask.memory_chars)
         request = SummaryRequest(
             turns=chunk.turns,
@@ -147,7 +181,7 @@ async def fold(
             focus_topic=ask.focus_topic,
             budget_tokens=ask.budget_tokens,
             today=ask.today,
-            participants=tuple(participants(chunk.turns)),
+            participants=names,
             pins=ask.pins,
             memory=shown or "",
             language=ask.language,
@@ -171,14 +205,14 @@ async def fold(
             )
             if update is not None:
                 memory = apply_update(memory, update)
-                memory = apply_update(memory, _backup(update, chunk, ask.today))
+                memory = apply_update(memory, _backup(update, chunk, names, ask.today))
                 continue
             # A proxy answering 200 with empty content must not wipe the middle (#11978).
             cause, error = "other", "summarizer returned an empty or unusable summary"
         waits = cause in ("transient", "network") and not urgent
         if waits or abort_on_failure:
             return Folded(None, "aborted", error, cause)
-        rest = pending[position:]
+        rest = [chunk for chunk, _ in pending[position:]]
         memory = extract_all(memory, rest, ask.today)
         if cause in ("transient", "network"):
             # Read by the extractor only because the model could not be waited for: the next
@@ -195,19 +229,18 @@ async def fold(
     return Folded(memory, "compressed")
 
 
-def _backup(update: MemoryUpdate, chunk: Span, today: dt.date) -> MemoryUpdate:
+def _backup(
+    update: MemoryUpdate, chunk: Span, names: tuple[str, ...], today: dt.date
+) -> MemoryUpdate:
     """The extractor's exact values from messages the reply did not cite: a summarizer that
     drops a value, or a newer value of a subject, cannot make the memory forget it."""
     cited = {source for entry in update.additions for source in entry.sources}
     # A subject the reply wrote a value for is the reply's: an older value the extractor saw
     # in the same chunk must not replace it.
     subjects = {norm_subject(entry.subject) for entry in update.additions if entry.subject}
-    extracted = extract_update(
-        chunk.turns, chunk.ids, chunk.times, today=today, min_weight=BACKUP_MIN_WEIGHT
-    )
     kept = tuple(
         entry
-        for entry in extracted.additions
+        for entry in _backup_candidates(chunk, names, today)
         if entry.kind in BACKED_UP_KINDS
         and not (set(entry.sources) & cited)
         and (entry.subject is None or norm_subject(entry.subject) not in subjects)
@@ -216,6 +249,63 @@ def _backup(update: MemoryUpdate, chunk: Span, today: dt.date) -> MemoryUpdate:
     return MemoryUpdate(additions=kept)
 
 
+def _backup_candidates(
+    chunk: Span, names: tuple[str, ...], today: dt.date
+) -> tuple[MemoryEntry, ...]:
+    """The extractor's entries for the chunk's turns that can hold a candidate: only those
+    count for a backup, and a turn whose hint says it has no features holds none."""
+    empty = chunk.featureless()
+    if empty is None:
+        turns, ids, times = chunk.turns, chunk.ids, chunk.times
+    else:
+        read = [
+            i
+            for i, turn in enumerate(chunk.turns)
+            if not empty[i] and turn.get("role") in ("user", "assistant")
+        ]
+        if not read:
+            return ()
+        turns = [chunk.turns[i] for i in read]
+        ids = [chunk.ids[i] for i in read]
+        times = [chunk.times[i] for i in read]
+    # The chunk's participants: who an action can be for, as if every turn had been read.
+    extracted = extract_update(
+        turns, ids, times, today=today, min_weight=BACKUP_MIN_WEIGHT, speakers=names
+    )
+    return extracted.additions
+
+
 def describe(exc: BaseException) -> str:
     """A short error for the result; redacted because SDK errors may echo a key fragment."""
     return redact(f"{type(exc).__name__}: {exc}")[:ERROR_TEXT_CHARS]
+
+
+def middle_span(
+    pruned: list[Mapping[str, Any]],
+    start: int,
+    end: int,
+    changed: set[int],
+    origin: Sequence[int],
+    hints: Sequence[int | None] | None,
+    sources: Sequence[MessageSource | None] | None,
+) -> Span:
+    """`pruned[start:end]` to summarise, with each message's source (by its `origin` in the
+    caller's list) and the hints still true of it (none for a message prune `changed`)."""
+    if sources is None:
+        ids: list[str | None] = [None] * (end - start)
+        times: list[float | None] = [None] * (end - start)
+    else:
+        found = [_source(sources, origin[i]) for i in range(start, end)]
+        ids = [s.id if s else None for s in found]
+        times = [s.at if s else None for s in found]
+    kept = None
+    if hints is not None:
+        kept = list(hints[start:end])
+        for index in changed:
+            if start <= index < end:
+                kept[index - start] = None
+    return Span(pruned[start:end], ids, times, kept)
+
+
+def _source(sources: Sequence[MessageSource | None], index: int) -> MessageSource | None:
+    return sources[index] if index < len(sources) else None

@@ -71,9 +71,9 @@ def legacy_memory(previous_summary: str, today: dt.date) -> Memory:
     return apply_update(Memory(), legacy) if legacy else Memory()
 
 
-def chars_per_token(messages: Sequence[Mapping[str, Any]], tokens: int) -> float:
-    """This middle's own density, so CJK or code is bounded as tightly as English prose."""
-    chars = sum(len(str(m.get("content") or "")) for m in messages)
+def chars_per_token(chars: int, tokens: int) -> float:
+    """This middle's own density (its contents' characters per token), so CJK or code is
+    bounded as tightly as English prose."""
     return max(1.0, chars / tokens) if tokens > 0 else 3.0
 
 

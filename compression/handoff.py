@@ -8,23 +8,26 @@ so the genuine text inside survives (#47274).
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from compression.message_hints import PLAIN
 from compression.messages import is_summary_message, role_of, text_of, tool_calls_of
 from compression.template import SUMMARY_PREFIX_HEAD, is_summary_text, summary_body, unwrap_merged
 
 # Every summary text contains the prefix head; while the head holds a non-ASCII character
 # (its em dash), an ASCII-only text cannot be one, and str knows that without a scan.
 _ASCII_NEVER_SUMMARY = not SUMMARY_PREFIX_HEAD.isascii()
+_CONTENT = operator.methodcaller("get", "content")
 
 
 @dataclass(frozen=True, slots=True)
 class Handoff:
     """The transcript without earlier summaries, and those summaries' bodies, oldest first."""
 
-    messages: list[dict[str, Any]]
+    messages: list[Mapping[str, Any]]  # the caller's own objects, except the unwrapped ones
     bodies: tuple[str, ...]
     # Where each kept message came from in the input (-1: a merged message, now changed, so
     # its count is taken again), and the inputs that carried a summary: so the callers' token
@@ -40,21 +43,30 @@ class Handoff:
 
 
 def take_handoffs(
-    messages: Sequence[Mapping[str, Any]], flags: Sequence[bool] | None = None
+    messages: Sequence[Mapping[str, Any]],
+    flags: Sequence[bool] | None = None,
+    hints: Sequence[int] | None = None,
 ) -> Handoff:
-    """Remove standalone summaries and unwrap merged ones; the input is not modified."""
-    kept: list[dict[str, Any]] = []
+    """Remove standalone summaries and unwrap merged ones; the input is not modified.
+
+    `hints` (message_hints, one per message) mark the messages whose wording is no summary."""
+    possible = _possible(messages, flags, hints)
+    found = [i for i in possible if _may_be_summary(messages[i], _flag(flags, i))]
+    if not found:  # the common case: the transcript as it is, nothing copied
+        every = tuple(range(len(messages)))
+        return Handoff(list(messages), (), every, (), every)
+    kept: list[Mapping[str, Any]] = []
     bodies: list[str] = []
     sources: list[int] = []
     summary_sources: list[int] = []
     origin: list[int] = []
-    for index, message in enumerate(messages):
-        flagged = flags[index] if flags is not None and index < len(flags) else None
-        if not _may_be_summary(message, flagged):
-            kept.append(dict(message))
-            sources.append(index)
-            origin.append(index)
-            continue
+    previous = 0
+    for index in found:
+        kept.extend(messages[previous:index])
+        sources.extend(range(previous, index))
+        origin.extend(range(previous, index))
+        previous = index + 1
+        message = messages[index]
         bodies.append(summary_body(text_of(message)))
         summary_sources.append(index)
         restored = _without_summary(message)
@@ -62,7 +74,33 @@ def take_handoffs(
             kept.append(restored)
             sources.append(-1)
             origin.append(index)
+    kept.extend(messages[previous:])
+    sources.extend(range(previous, len(messages)))
+    origin.extend(range(previous, len(messages)))
     return Handoff(kept, tuple(bodies), tuple(sources), tuple(summary_sources), tuple(origin))
+
+
+def _possible(
+    messages: Sequence[Mapping[str, Any]],
+    flags: Sequence[bool] | None,
+    hints: Sequence[int] | None,
+) -> list[int]:
+    """Indices of the messages that may be summaries, found without a call per message."""
+    if flags is None and hints is not None and len(hints) == len(messages):
+        return [i for i, hint in enumerate(hints) if not hint & PLAIN]
+    flagged = min(len(flags), len(messages)) if flags is not None else 0
+    found = [i for i in range(flagged) if flags[i]] if flags is not None else []
+    if not _ASCII_NEVER_SUMMARY:
+        return found + list(range(flagged, len(messages)))
+    contents = map(_CONTENT, messages[flagged:])
+    found += [
+        flagged + i for i, c in enumerate(contents) if not (isinstance(c, str) and c.isascii())
+    ]
+    return found
+
+
+def _flag(flags: Sequence[bool] | None, index: int) -> bool | None:
+    return flags[index] if flags is not None and index < len(flags) else None
 
 
 def _may_be_summary(message: Mapping[str, Any], flagged: bool | None) -> bool:

@@ -102,6 +102,7 @@ def parse_reply(
 ) -> MemoryUpdate | None:
     """What a summarizer's reply adds; None when no line of it is usable."""
     parsed = _Parsed()
+    repeated: dict[tuple[str, EntryKind], list[MemoryEntry]] = {}
     heading_kind: EntryKind = "narrative"
     in_pins = False
     for raw in text.splitlines():
@@ -114,8 +115,18 @@ def parse_reply(
         if in_pins:
             continue  # pins are rendered from the request, verbatim, by code
         item = _BULLET.sub("", line).strip()
-        if item:
-            _parse_line(item, heading_kind, parsed, today)
+        if not item:
+            continue
+        # A line without fields only adds entries, the same for the same line: replies
+        # repeat lines, and each is parsed once.
+        key = (item, heading_kind) if " | " not in item else None
+        if key is not None and key in repeated:
+            parsed.additions.extend(repeated[key])
+            continue
+        before = len(parsed.additions)
+        _parse_line(item, heading_kind, parsed, today)
+        if key is not None:
+            repeated[key] = parsed.additions[before:]
     if not parsed.additions and not parsed.resolutions:
         return None
     index = _SourceIndex(turns, ids)
@@ -226,8 +237,17 @@ class _SourceIndex:
     """Which turns an entry came from: those of its speaker sharing its rarest long word."""
 
     def __init__(self, turns: Sequence[Mapping[str, Any]], ids: Sequence[str | None]) -> None:
-        self._texts = [(content_text(t.get("content")), i) for t, i in zip(turns, ids, strict=True)]
+        self._turns = turns
+        self._ids = ids
+        self._texts: list[tuple[str, str]] | None = None  # read on the first entry without sources
         self._found: dict[tuple[str, ...], tuple[str, ...]] = {}  # a reply repeats its words
+
+    @property
+    def texts(self) -> list[tuple[str, str]]:
+        if self._texts is None:
+            pairs = zip(self._turns, self._ids, strict=True)
+            self._texts = [(content_text(t.get("content")), i) for t, i in pairs if i]
+        return self._texts
 
     def find(self, entry: MemoryEntry) -> tuple[str, ...]:
         words = tuple(sorted(set(_WORD.findall(entry.text)), key=len, reverse=True)[:2])
@@ -237,8 +257,8 @@ class _SourceIndex:
         if known is not None:
             return known
         found: list[str] = []
-        for text, i in self._texts:
-            if i and all(w in text for w in words):
+        for text, i in self.texts:
+            if all(w in text for w in words):
                 found.append(i)
                 if len(found) == SOURCES_PER_ENTRY:
                     break

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
+import operator
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from compression.message_hints import TOOL_MESSAGE
 from compression.messages import call_id, tool_calls_of
 from compression.tokens import IMAGE_PART_TYPES
 
@@ -21,42 +22,59 @@ SCREENSHOT_PLACEHOLDER = "[screenshot removed to save context]"
 ARG_VALUE_CHARS = 40
 COMMAND_CHARS = 80
 
+_ROLE = operator.methodcaller("get", "role")
+_TOOL_CALLS = operator.methodcaller("get", "tool_calls")
 _COMMAND_TOOLS = frozenset({"terminal", "shell", "bash", "run_command", "execute_command"})
 
 
 def prune(messages: Sequence[Mapping[str, Any]], tail_start: int) -> list[dict[str, Any]]:
     """Copies of `messages` with tool output before `tail_start` shrunk; duplicates anywhere."""
-    return prune_tracked(messages, tail_start)[0]
+    return [dict(m) for m in prune_tracked(messages, tail_start)[0]]
 
 
 def prune_tracked(
-    messages: Sequence[Mapping[str, Any]], tail_start: int
-) -> tuple[list[dict[str, Any]], set[int]]:
-    """`prune`, and the indices of the copies it changed (the others keep their token counts).
+    messages: Sequence[Mapping[str, Any]],
+    tail_start: int,
+    hints: Sequence[int | None] | None = None,
+) -> tuple[list[Mapping[str, Any]], set[int]]:
+    """`prune`, and the indices of the messages it changed (the others keep their token counts).
 
-    One pass finds the tool messages; only they are looked at again, so the cost over a long
-    transcript is a dict copy per message.
+    Only the changed messages are copies; the others are the caller's own objects, so a long
+    transcript costs one pass that finds the tool messages (`hints`, one message_hints or
+    None per message, name them without reading every message).
     """
-    out: list[dict[str, Any]] = [dict(m) for m in messages]
-    results: list[int] = []
-    callers: list[int] = []
-    for index, message in enumerate(out):
-        role = message.get("role")
-        if role == "tool":
-            results.append(index)
-        elif role == "assistant" and isinstance(message.get("tool_calls"), list):
-            callers.append(index)
+    out: list[Mapping[str, Any]] = list(messages)
+    if hints is None:
+        roles = list(map(_ROLE, out))
+        results = [i for i, role in enumerate(roles) if role == "tool"]
+        callers = [
+            i
+            for i, calls in enumerate(map(_TOOL_CALLS, out))
+            if calls is not None and roles[i] == "assistant" and isinstance(calls, list)
+        ]
+    else:
+        found = [i for i, hint in enumerate(hints) if hint is None or hint & TOOL_MESSAGE]
+        results = [i for i in found if out[i].get("role") == "tool"]
+        callers = [
+            i
+            for i in found
+            if out[i].get("role") == "assistant" and isinstance(out[i].get("tool_calls"), list)
+        ]
     calls = _calls_by_id(out[i] for i in callers)
     changed = _deduplicate_results(out, results)
     for index in results:
         if index >= tail_start:
             break
-        if _shrink_result(out[index], calls):
+        shrunk = _shrunk_result(out[index], calls)
+        if shrunk is not None:
+            out[index] = shrunk
             changed.add(index)
     for index in callers:
         if index >= tail_start:
             break
-        if _shrink_call_arguments(out[index]):
+        shrunk = _shrunk_call_arguments(out[index])
+        if shrunk is not None:
+            out[index] = shrunk
             changed.add(index)
     return out, changed
 
@@ -71,39 +89,42 @@ def _calls_by_id(messages: Iterable[Mapping[str, Any]]) -> dict[str, Mapping[str
     return calls
 
 
-def _deduplicate_results(messages: list[dict[str, Any]], results: Sequence[int]) -> set[int]:
+def _deduplicate_results(messages: list[Mapping[str, Any]], results: Sequence[int]) -> set[int]:
     """Older identical results become a placeholder; the newest copy stays verbatim."""
-    seen: set[str] = set()
+    seen: set[str] = set()  # the texts themselves: hashing a str is cheaper than a digest
     changed: set[int] = set()
     for index in reversed(results):
         message = messages[index]
         content = message.get("content")
         if not isinstance(content, str) or len(content) < MIN_PRUNE_CHARS:
             continue
-        digest = hashlib.sha256(content.encode("utf-8", "replace")).hexdigest()
-        if digest in seen:
-            message["content"] = DUPLICATE_PLACEHOLDER
+        if content in seen:
+            messages[index] = {**message, "content": DUPLICATE_PLACEHOLDER}
             changed.add(index)
         else:
-            seen.add(digest)
+            seen.add(content)
     return changed
 
 
-def _shrink_result(message: dict[str, Any], calls: Mapping[str, Mapping[str, Any]]) -> bool:
+def _shrunk_result(
+    message: Mapping[str, Any], calls: Mapping[str, Mapping[str, Any]]
+) -> dict[str, Any] | None:
+    """A copy of a tool result with its output shrunk, or None when it stays as it is."""
     content = message.get("content")
     if isinstance(content, list):
-        message["content"] = [
-            {"type": "text", "text": SCREENSHOT_PLACEHOLDER}
-            if isinstance(part, Mapping) and part.get("type") in IMAGE_PART_TYPES
-            else part
-            for part in content
-        ]
-        return True
+        return {
+            **message,
+            "content": [
+                {"type": "text", "text": SCREENSHOT_PLACEHOLDER}
+                if isinstance(part, Mapping) and part.get("type") in IMAGE_PART_TYPES
+                else part
+                for part in content
+            ],
+        }
     if not isinstance(content, str) or len(content) <= MIN_PRUNE_CHARS:
-        return False
+        return None
     call = calls.get(str(message.get("tool_call_id") or ""))
-    message["content"] = describe_result(call, content)
-    return True
+    return {**message, "content": describe_result(call, content)}
 
 
 def describe_result(call: Mapping[str, Any] | None, content: str) -> str:
@@ -112,7 +133,7 @@ def describe_result(call: Mapping[str, Any] | None, content: str) -> str:
     function = function if isinstance(function, Mapping) else {}
     name = str(function.get("name") or "tool")
     args = _parse_arguments(function.get("arguments"))
-    lines = content.count("\n") + 1 if content.strip() else 0
+    lines = content.count("\n") + 1 if content and not content.isspace() else 0
     if name in _COMMAND_TOOLS and "command" in args:
         command = _clip(str(args["command"]), COMMAND_CHARS)
         exit_code = _exit_code(content)
@@ -125,6 +146,8 @@ def describe_result(call: Mapping[str, Any] | None, content: str) -> str:
 
 
 def _exit_code(content: str) -> str:
+    if content.lstrip(" \t\n\r")[:1] != "{":
+        return "?"  # only a JSON object holds an exit code: no parse attempt for plain output
     try:
         parsed = json.loads(content)
     except ValueError:
@@ -155,8 +178,9 @@ def _clip(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
-def _shrink_call_arguments(message: dict[str, Any]) -> bool:
-    """Shrink long string leaves inside the parsed JSON so the arguments stay valid JSON.
+def _shrunk_call_arguments(message: Mapping[str, Any]) -> dict[str, Any] | None:
+    """A copy with long string leaves shrunk inside the parsed JSON, so the arguments stay
+    valid JSON; None when nothing changed.
 
     Slicing the raw string left unterminated JSON that strict providers reject with a
     non-retryable 400 on every later turn (Hermes #11762).
@@ -167,9 +191,7 @@ def _shrink_call_arguments(message: dict[str, Any]) -> bool:
         shrunk = _shrink_call(call)
         changed = changed or shrunk is not call
         new_calls.append(shrunk)
-    if changed:
-        message["tool_calls"] = new_calls
-    return changed
+    return {**message, "tool_calls": new_calls} if changed else None
 
 
 def _shrink_call(call: Any) -> Any:

@@ -204,52 +204,50 @@ RULES: tuple[Rule, ...] = (
 )
 
 
-# Every gate of the rules that share one guard, merged and checked before any rule runs:
-# (guard, literals, folded words, probes). Plain tuples: this runs once per text.
-_Gates = tuple[str, tuple[str, ...], tuple[str, ...], tuple[re.Pattern[str], ...]]
-
-
-def _merge_gates(rules: tuple[Rule, ...]) -> tuple[_Gates, ...]:
-    merged = []
-    for guard in dict.fromkeys(rule.guard for rule in rules):
-        group = [rule for rule in rules if rule.guard == guard]
-        merged.append(
-            (
-                guard,
-                tuple(dict.fromkeys(x for rule in group for x in rule.literals)),
-                tuple(dict.fromkeys(x for rule in group for x in rule.folded)),
-                tuple(dict.fromkeys(x for rule in group for x in rule.probes)),
-            )
-        )
-    return tuple(merged)
-
-
-_GATES = _merge_gates(RULES)
+# What every rule's gate asks, spelled out cheapest first (this runs once per text of a
+# transcript): single-character tests are memchr scans, each substring test a full scan, so
+# the rules without a guard character share one lowered copy and three scans of it. Kept in
+# step with RULES by tests/compression/test_redact_gates.py.
+_CAPITAL_LITERALS = ("AKIA", "ASIA", "SK", "AIza")
+_DASH_LITERALS = ("-----BEGIN", "glpat-", "pypi-", "sk-", "xox")
+_UNDERSCORE_LITERALS = ("npm_", "dop_v1_", "doo_v1_", "_live_", "_test_", "github_pat_", "hf_")
+_GITHUB_GATE = re.compile(r"gh[pousr]_")
+_ASSIGNMENT_WORDS = ("passw", "passphrase", "secret", "api", "token", "private", "account")
+# SendGrid, Google OAuth, JWT and Discord tokens all hold a dot followed by a token character,
+# which most sentences' full stops are not.
+_DOT_GATE = re.compile(r"\.[A-Za-z0-9_-]")
+_DOT_LITERALS = ("SG.", "ya29.", ".eyJ")
 
 
 def _may_hold_secret(text: str) -> bool:
     """False when no rule's gate passes: the text is returned as it is, without any regex run."""
-    lower = None
-    for guard, literals, folded, probes in _GATES:
-        if guard:
-            for char in guard:
-                if char in text:
-                    break
-            else:
-                continue
-        for literal in literals:
-            if literal in text:
-                return True
-        if folded:
-            if lower is None:
-                lower = _lowered(text)
-            for word in folded:
-                if word in lower:
-                    return True
-        for regex in probes:
-            if regex.search(text) is not None:
-                return True
-    return False
+    if ("A" in text or "S" in text) and any(map(text.__contains__, _CAPITAL_LITERALS)):
+        return True
+    lower = _lowered(text)
+    if (
+        "bearer" in lower
+        or "aws" in lower
+        or ("pass" in lower and ("passw" in lower or "passphrase" in lower))
+    ):
+        return True
+    if "-" in text and any(map(text.__contains__, _DASH_LITERALS)):
+        return True
+    if "@" in text and "://" in text:
+        return True
+    colon = ":" in text
+    if colon and ("authorization:" in lower or _TELEGRAM_GATE.search(text) is not None):
+        return True
+    if (colon or "=" in text) and any(map(lower.__contains__, _ASSIGNMENT_WORDS)):
+        return True
+    if "_" in text and (
+        any(map(text.__contains__, _UNDERSCORE_LITERALS)) or _GITHUB_GATE.search(text) is not None
+    ):
+        return True
+    return (
+        "." in text
+        and _DOT_GATE.search(text) is not None
+        and (any(map(text.__contains__, _DOT_LITERALS)) or _DISCORD_GATE.search(text) is not None)
+    )
 
 
 # One compress() call's memo (text -> redacted text), so no text is redacted twice in it.

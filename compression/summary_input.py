@@ -18,8 +18,8 @@ BODY_TAIL_CHARS = 1_500
 TRUNCATION_MARK = "\n…[truncated]…\n"
 TOOL_ARGS_LIMIT_CHARS = 1_500
 # render_turns() puts a blank line between turns.
-_TURN_SEPARATOR_CHARS = 2
-_TOOL_NAME_SLACK_CHARS = 64
+TURN_SEPARATOR_CHARS = 2
+TOOL_NAME_SLACK_CHARS = 64
 FOCUS_MESSAGES = 3
 FOCUS_MESSAGE_CHARS = 260
 FOCUS_TOTAL_CHARS = 700
@@ -40,13 +40,13 @@ def chunk_turns(turns: Sequence[dict[str, Any]], max_chars: int) -> list[list[di
     current: list[dict[str, Any]] = []
     used = 0
     for turn in turns:
-        size = _rendered_chars(turn)
+        size = rendered_chars(turn)
         if current and used + size > max_chars:
             chunks.append(current)
             current, used = [], 0
         if size > max_chars:
-            turn = _shrink_to(turn, max_chars)
-            size = _rendered_chars(turn)
+            turn = shrink_to(turn, max_chars)
+            size = rendered_chars(turn)
         current.append(turn)
         used += size
     if current:
@@ -66,16 +66,18 @@ def _prepare(message: Mapping[str, Any], prepared: dict[tuple[str, bool], str]) 
     turn["content"] = prepared[key] = _prepared_text(*key) if text is None else text
     calls = message.get("tool_calls")
     if isinstance(calls, list) and calls:
-        turn["tool_calls"] = [_prepare_call(call) for call in calls]
+        turn["tool_calls"] = [prepare_call(call) for call in calls]
     return turn
 
 
 def _prepared_text(text: str, assistant: bool) -> str:
     """Redacted (through the call's redaction memo) and truncated."""
-    return _truncate(redact(strip_think(text) if assistant else text))
+    return truncate_body(redact(strip_think(text) if assistant else text))
 
 
-def _prepare_call(call: Any) -> Any:
+def prepare_call(call: Any, clean: bool = False) -> Any:
+    """The summarizer's copy of a tool call; `clean`: its arguments are known to need no
+    redaction (CALLS_CLEAN)."""
     if not isinstance(call, Mapping):
         return call
     copy = dict(call)
@@ -83,12 +85,12 @@ def _prepare_call(call: Any) -> Any:
     if isinstance(function, Mapping):
         arguments = function.get("arguments")
         if isinstance(arguments, str):
-            arguments = shorten_arguments(redact_value(arguments))
+            arguments = shorten_arguments(arguments if clean else redact_value(arguments))
         copy["function"] = {**function, "arguments": arguments}
     return copy
 
 
-def _truncate(text: str) -> str:
+def truncate_body(text: str) -> str:
     if len(text) <= BODY_LIMIT_CHARS:
         return text
     return text[:BODY_HEAD_CHARS] + TRUNCATION_MARK + text[-BODY_TAIL_CHARS:]
@@ -124,9 +126,9 @@ def _shrink(value: Any, string_limit: int, item_limit: int) -> Any:
     return value
 
 
-def _shrink_to(turn: dict[str, Any], room: int) -> dict[str, Any]:
+def shrink_to(turn: dict[str, Any], room: int) -> dict[str, Any]:
     """A single turn bigger than the whole bound keeps as much of its text's tail as fits."""
-    overflow = _rendered_chars(turn) - max(room, 0)
+    overflow = rendered_chars(turn) - max(room, 0)
     text = turn.get("content") or ""
     keep = max(len(text) - overflow - len(TRUNCATION_MARK), 0)
     shrunk = {key: value for key, value in turn.items() if key != "tool_calls"}
@@ -134,10 +136,10 @@ def _shrink_to(turn: dict[str, Any], room: int) -> dict[str, Any]:
     return shrunk
 
 
-def _rendered_chars(turn: Mapping[str, Any]) -> int:
+def rendered_chars(turn: Mapping[str, Any]) -> int:
     # A tool result rendered alone cannot see its call's name; reserve room for it.
-    slack = _TOOL_NAME_SLACK_CHARS if turn.get("role") == "tool" else 0
-    return len(render_turns([turn])) + _TURN_SEPARATOR_CHARS + slack
+    slack = TOOL_NAME_SLACK_CHARS if turn.get("role") == "tool" else 0
+    return len(render_turns([turn])) + TURN_SEPARATOR_CHARS + slack
 
 
 def participants(messages: Iterable[Mapping[str, Any]]) -> list[str]:

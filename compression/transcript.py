@@ -15,6 +15,8 @@ _THINK_BLOCK = re.compile(
 )
 # Group-chat attribution written by the gateway: "[Alice] text" (SPEC 3).
 _SPEAKER = re.compile(r"^\[(?P<name>[^\[\]\n]{1,64})\][ \t]+")
+# A name is at most 64 characters, so its closing bracket is within this many.
+_SPEAKER_END = 66
 # Bracketed labels that start a message but are not people.
 _EPOCH_MS_THRESHOLD = 100_000_000_000
 _NOT_SPEAKERS = frozenset(
@@ -60,6 +62,26 @@ def split_speaker(text: str) -> tuple[str | None, str]:
     if match is None or match["name"].strip().lower().split(":")[0] in _NOT_SPEAKERS:
         return None, text
     return match["name"].strip(), text[match.end() :]
+
+
+def speaker_of(text: str) -> str | None:
+    """`split_speaker(text)[0]`; most texts do not open with a bracket and skip the expression."""
+    return split_speaker(text)[0] if text[:1] == "[" else None
+
+
+def speaker_of_opening(text: str, seen: dict[str, str | None]) -> str | None:
+    """`speaker_of(text)`, which reads no further than the first "]" and the character after
+    it: `seen` remembers each opening, and a chat has few."""
+    if text[:1] != "[":
+        return None
+    close = text.find("]", 1, _SPEAKER_END)
+    if close < 0:
+        return speaker_of(text)
+    opening = text[: close + 2]
+    if opening in seen:
+        return seen[opening]
+    seen[opening] = name = speaker_of(opening)
+    return name
 
 
 def strip_think(text: str) -> str:

@@ -1,0 +1,76 @@
+"""What compress() would compute about one message on its own, computed once when it is stored.
+
+A caller that keeps messages (the service's store) computes `message_hints(message)` when it
+stores one and hands the hints back with `compress(..., hints=...)`, as it hands back token
+counts: a clean, featureless message then costs compress() no gate and no expression at all.
+A hint is a bit set of facts, each about this message's content and role only; compress()
+ignores the hint of a message it changed (a pruned tool result, an unwrapped summary).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from compression.extract import read_features
+from compression.features import Features
+from compression.messages import is_summary_message
+from compression.redact import redact, redact_value
+from compression.summary_input import truncate_body
+from compression.transcript import content_text, strip_think
+
+# redact() leaves the summarizer's view of the text (think blocks stripped) as it is.
+SUMMARY_CLEAN = 1
+# The extractor finds no features in the message as it is (the deterministic summary).
+FEATURELESS = 2
+# The extractor finds no features in the summarizer's copy (the backup of exact values).
+SHOWN_FEATURELESS = 4
+# Its wording cannot make it a summary (a system prompt, or a text without the prefix).
+PLAIN = 8
+# A tool result, or an assistant message carrying a list of tool calls (what prune reads).
+TOOL_MESSAGE = 16
+# redact_value() leaves the arguments of every tool call as they are.
+CALLS_CLEAN = 32
+
+
+class HintsError(ValueError):
+    """`hints` does not fit the messages it was given with."""
+
+
+def message_hints(message: Mapping[str, Any]) -> int:
+    """The facts compress() may take as known about `message` (a bit set, 0: none)."""
+    role = message.get("role")
+    text = content_text(message.get("content"))
+    view = strip_think(text) if role == "assistant" else text
+    redacted = redact(view)
+    hints = SUMMARY_CLEAN if redacted == view else 0
+    if role == "system" or not is_summary_message(message):
+        hints |= PLAIN
+    calls = message.get("tool_calls")
+    if role == "tool" or (role == "assistant" and isinstance(calls, list)):
+        hints |= TOOL_MESSAGE
+    if not isinstance(calls, list) or all(_arguments_clean(call) for call in calls):
+        hints |= CALLS_CLEAN
+    if role not in ("user", "assistant"):
+        return hints
+    if _empty(read_features(message)):
+        hints |= FEATURELESS
+    if _empty(read_features({**message, "content": truncate_body(redacted)})):
+        hints |= SHOWN_FEATURELESS
+    return hints
+
+
+def _arguments_clean(call: Any) -> bool:
+    function = call.get("function") if isinstance(call, Mapping) else None
+    arguments = function.get("arguments") if isinstance(function, Mapping) else None
+    return not isinstance(arguments, str) or redact_value(arguments) == arguments
+
+
+def _empty(features: Features) -> bool:
+    return not (features.candidates or features.links or features.questions)
+
+
+def checked_hints(hints: Sequence[int] | None, messages: int) -> Sequence[int] | None:
+    if hints is not None and len(hints) != messages:
+        raise HintsError(f"hints has {len(hints)} entries for {messages} messages")
+    return hints

@@ -1,0 +1,206 @@
+"""The summarizer's chunks of a span in one pass: each turn prepared, sized and attributed once.
+
+Equal to `chunk_turns(summary_turns(turns), max_chars)` with `participants()` of each chunk
+(tests/compression/test_summary_chunks.py holds them together), without rendering every turn
+to measure it: a turn's rendered size is arithmetic on its prepared text.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from compression.message_hints import CALLS_CLEAN, SUMMARY_CLEAN
+from compression.redact import redact
+from compression.summary_input import (
+    BODY_LIMIT_CHARS,
+    TOOL_NAME_SLACK_CHARS,
+    TURN_SEPARATOR_CHARS,
+    prepare_call,
+    rendered_chars,
+    shrink_to,
+    truncate_body,
+)
+from compression.transcript import (
+    content_text,
+    speaker_of,
+    speaker_of_opening,
+    strip_think,
+    tool_call_parts,
+)
+
+_USER_LABEL_CHARS = len("[USER]: ")
+_ASSISTANT_LABEL_CHARS = len("[ASSISTANT]: ")
+_CALL_LABEL_CHARS = len("[ASSISTANT TOOL CALL]: ()")
+
+
+@dataclass(frozen=True, slots=True)
+class Chunk:
+    """`turns[start:end]` of the span, prepared, and the speakers of its user turns in order."""
+
+    start: int
+    end: int
+    turns: list[dict[str, Any]]
+    participants: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class SummaryView:
+    """Every turn of a span as the summarizer gets it, its rendered size and participant name,
+    and the characters of the span's own contents (what `chars_per_token` reads)."""
+
+    turns: list[dict[str, Any]]
+    sizes: list[int]
+    speakers: list[str | None]
+    chars: int
+
+
+def summary_view(
+    turns: Sequence[Mapping[str, Any]], hints: Sequence[int | None] | None = None
+) -> SummaryView:
+    """One pass over the span; `hints[i]` may vouch that turn i's text needs no redaction
+    (SUMMARY_CLEAN), so its gate is not run again."""
+    prepared: list[dict[str, Any]] = []
+    sizes: list[int] = []
+    names: list[str | None] = []
+    speakers: dict[str, str | None] = {}
+    chars = 0
+    # Bound once: this loop runs once per message of the span.
+    add_turn, add_size, add_name = prepared.append, sizes.append, names.append
+    known = [None] * len(turns) if hints is None else hints
+    for message, hint in zip(turns, known, strict=True):
+        content = message.get("content")
+        # Inline, the common turn: a clean chat line of ordinary length (what _prepared
+        # does for it, without the call); anything else takes the general path.
+        if (
+            hint is not None
+            and hint & SUMMARY_CLEAN
+            and type(content) is str
+            and len(content) <= BODY_LIMIT_CHARS
+            and "tool_calls" not in message
+        ):
+            role = message.get("role")
+            if role == "user":
+                shown = content.strip()
+                if content:
+                    lead = content.lstrip()
+                    speaker = speaker_of_opening(lead, speakers)
+                    named = speaker if len(lead) == len(shown) else speaker_of(shown)
+                else:
+                    speaker = named = None
+                add_turn(dict(message))
+                add_size(len(shown) + (0 if named else _USER_LABEL_CHARS) + TURN_SEPARATOR_CHARS)
+                add_name(speaker)
+                chars += len(content)
+                continue
+            if role == "assistant":
+                text = strip_think(content) if "<" in content else content.strip()
+                turn = dict(message)
+                if text is not content:
+                    turn["content"] = text
+                add_turn(turn)
+                add_size((_ASSISTANT_LABEL_CHARS + len(text) if text else 0) + TURN_SEPARATOR_CHARS)
+                add_name(None)
+                chars += len(content)
+                continue
+        clean = hint is not None and bool(hint & SUMMARY_CLEAN)
+        calls_clean = hint is not None and bool(hint & CALLS_CLEAN)
+        turn, size, speaker, length = _prepared(message, clean, calls_clean, speakers)
+        add_turn(turn)
+        add_size(size)
+        add_name(speaker)
+        chars += length
+    return SummaryView(prepared, sizes, names, chars)
+
+
+def view_chunks(view: SummaryView, max_chars: int) -> list[Chunk]:
+    """Consecutive chunks of the view within `max_chars` rendered (SPEC 6.5)."""
+    chunks: list[Chunk] = []
+    current: list[dict[str, Any]] = []
+    names: dict[str, None] = {}
+    used = start = 0
+    for index, (turn, size, speaker) in enumerate(
+        zip(view.turns, view.sizes, view.speakers, strict=True)
+    ):
+        if current and used + size > max_chars:
+            chunks.append(Chunk(start, index, current, tuple(names)))
+            current, names, used, start = [], {}, 0, index
+        if size > max_chars:
+            turn = shrink_to(turn, max_chars)
+            size = rendered_chars(turn)
+            speaker = _speaker(turn)
+        current.append(turn)
+        used += size
+        if speaker:
+            names.setdefault(speaker)
+    if current:
+        chunks.append(Chunk(start, len(view.turns), current, tuple(names)))
+    return chunks
+
+
+def summary_chunks(
+    turns: Sequence[Mapping[str, Any]],
+    max_chars: int,
+    hints: Sequence[int | None] | None = None,
+) -> list[Chunk]:
+    """Consecutive chunks within `max_chars` rendered, each turn prepared once."""
+    return view_chunks(summary_view(turns, hints), max_chars)
+
+
+def _prepared(
+    message: Mapping[str, Any], clean: bool, calls_clean: bool, speakers: dict[str, str | None]
+) -> tuple[dict[str, Any], int, str | None, int]:
+    """`summary_turns`' copy of one message, its `rendered_chars`, its participant name and
+    the characters of its content (`chars_per_token`'s measure)."""
+    content = message.get("content")
+    if type(content) is str:
+        text = content
+        length = len(content)
+    else:
+        text = content_text(content)
+        length = len(str(content or ""))
+    role = message.get("role")
+    if role == "assistant":
+        # strip_think(), inline: most replies hold no "<" and are only stripped.
+        text = strip_think(text) if "<" in text else text.strip()
+    if not clean:
+        text = redact(text)
+    if len(text) > BODY_LIMIT_CHARS:
+        text = truncate_body(text)
+    turn = dict(message)
+    calls = turn.pop("tool_calls", None)
+    turn["content"] = text
+    if isinstance(calls, list) and calls:
+        turn["tool_calls"] = calls = [prepare_call(call, calls_clean) for call in calls]
+    shown = text.strip()
+    speaker = None
+    if role == "user":
+        if text:
+            # participants() reads the text left-stripped, the rendering fully stripped.
+            lead = text.lstrip()
+            speaker = speaker_of_opening(lead, speakers)
+            named = speaker if len(lead) == len(shown) else speaker_of(shown)
+        else:
+            named = None
+        size = len(shown) + (0 if named else _USER_LABEL_CHARS)
+    elif role == "assistant":
+        size = _ASSISTANT_LABEL_CHARS + len(shown) if shown else -1
+        if isinstance(calls, list):
+            for call in calls:
+                name, arguments = tool_call_parts(call)
+                size += 1 + _CALL_LABEL_CHARS + len(name) + len(arguments)
+        size = max(size, 0)
+    elif role == "tool":
+        name = turn.get("name") or "tool"
+        size = len(f"[TOOL RESULT {name}]: ") + len(shown) + TOOL_NAME_SLACK_CHARS
+    else:
+        size = len(shown)
+    return turn, size + TURN_SEPARATOR_CHARS, speaker, length
+
+
+def _speaker(turn: Mapping[str, Any]) -> str | None:
+    if turn.get("role") != "user":
+        return None
+    text = content_text(turn.get("content"))
+    return speaker_of(text.lstrip()) if text else None

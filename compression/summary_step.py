@@ -1,0 +1,144 @@
+"""The summary step of one compaction: fold the span into the memory, then render it."""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from compression import breaker
+from compression.fold import Folded, Span, extract_all, fold, fold_in_cooldown
+from compression.fold_inputs import build_ask, chars_per_token, legacy_memory, reread_span
+from compression.memory import Memory
+from compression.memory_render import render_memory
+from compression.result import Outcome
+from compression.state import CompressorState
+from compression.summarizer import Summarizer
+from compression.summary_chunks import summary_view
+from compression.template import pin_lines
+from compression.thresholds import CompressorConfig
+from compression.tokens import MessageCounter
+
+# SPEC 6.9: the extractor's summary is at most 8,000 characters.
+EXTRACTED_MAX_CHARS = 8_000
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class SummaryStep:
+    """What the summary step of one compaction reads."""
+
+    memory: Memory
+    previous_summary: str | None
+    previous_tokens: int  # an upper bound: the tokens of the messages that carried it
+    working: Sequence[Mapping[str, Any]]
+    span: Span
+    middle_tokens: int
+    reread: Mapping[str, Mapping[str, Any]] | None
+    focus_topic: str | None
+    pins: tuple[str, ...]
+    force: bool
+    urgent: bool
+    now: float
+
+
+@dataclass(frozen=True, slots=True)
+class Summary:
+    body: str | None
+    outcome: Outcome
+    error: str | None = None
+    memory: Memory | None = None
+
+
+async def summarise(
+    step: SummaryStep,
+    config: CompressorConfig,
+    summarizer: Summarizer | None,
+    counter: MessageCounter,
+    state: CompressorState,
+    session_id: str | None,
+) -> tuple[Summary, CompressorState]:
+    """The rendered summary (`body` None means abort) and the breaker state after it."""
+    memory = step.memory
+    if not memory.entries and step.previous_summary:
+        memory = legacy_memory(step.previous_summary, today_of(step.now))
+    span_tokens = step.middle_tokens + (step.previous_tokens if step.previous_summary else 0)
+    budget = config.summary_budget(span_tokens)
+    folded, state = await _fold(step, memory, config, summarizer, state, session_id, budget)
+    if folded.memory is None:
+        return Summary(None, "aborted", folded.error), state
+    extracted = summarizer is None or folded.extracted
+    # The extractor's summary is never more than half the span it replaces (SPEC 6.6), so
+    # it saves as soon as the span outweighs the fixed framing twice over; a summarizer's
+    # has the summary budget (6.2), and the size check below still rejects a growth.
+    room = min(budget, span_tokens // 2) if extracted else budget
+    rendered = render_memory(
+        folded.memory,
+        budget_tokens=max(0, room),
+        count_tokens=counter.count_text,
+        unavailable=summarizer is not None and folded.extracted,
+        max_chars=EXTRACTED_MAX_CHARS if extracted else None,
+        reserved_tokens=counter.count_text("\n".join(pin_lines(step.pins))),
+    )
+    return Summary(rendered.body, folded.outcome, folded.error, folded.memory), state
+
+
+async def _fold(
+    step: SummaryStep,
+    memory: Memory,
+    config: CompressorConfig,
+    summarizer: Summarizer | None,
+    state: CompressorState,
+    session_id: str | None,
+    budget: int,
+) -> tuple[Folded, CompressorState]:
+    today = today_of(step.now)
+    span = step.span
+    if summarizer is None:
+        return Folded(extract_all(memory, [span], today), "compressed", extracted=True), state
+    cause = state.cooldown_cause
+    if not step.force and breaker.in_cooldown(state, step.now):
+        # A failing summarizer is not called again until its cooldown ends (Hermes #11529).
+        abort = config.abort_on_summary_failure
+        folded = fold_in_cooldown(memory, span, cause, urgent=step.urgent, abort=abort, today=today)
+        return folded, state
+    # The summarizer's copies, made once: they also measure the span's density.
+    view = summary_view(span.turns, span.hints)
+    ask = build_ask(
+        memory,
+        step.working,
+        focus_topic=step.focus_topic,
+        budget_tokens=budget,
+        today=today,
+        pins=step.pins,
+        context_length=config.context_length,
+        chars_per_token=chars_per_token(view.chars, step.middle_tokens),
+        language=config.language,
+    )
+    folded = await fold(
+        summarizer,
+        memory,
+        reread_span(memory, step.reread),
+        span,
+        ask,
+        urgent=step.urgent,
+        abort_on_failure=config.abort_on_summary_failure,
+        view=view,
+    )
+    if folded.cause is None:
+        return folded, breaker.reset_failures(state)
+    state = breaker.arm_cooldown(state, step.now, folded.cause)
+    log.warning(
+        "summarizer failed session=%s cause=%s streak=%d",
+        session_id,
+        folded.cause,
+        state.failure_streak,
+    )
+    return folded, state
+
+
+def today_of(now: float) -> dt.date:
+    return dt.datetime.fromtimestamp(now, tz=dt.UTC).date()

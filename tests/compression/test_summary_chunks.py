@@ -1,0 +1,114 @@
+"""The one-pass summarizer chunks and the stored hints change nothing compress() returns."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+
+from compression import CompressorConfig, ContextCompressor
+from compression.message_hints import HintsError, message_hints
+from compression.redact import redaction_memo
+from compression.summarizer import SummaryRequest
+from compression.summary_chunks import summary_chunks
+from compression.summary_input import chunk_turns, participants, summary_turns
+from compression.tokens import TokenCounter
+from tests.compression.seeded_chats import seeded_chat
+
+SEEDS = (1, 2, 3, 4, 5)
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+@pytest.mark.parametrize("max_chars", (4_000, 20_000, 10**9))
+def test_chunks_equal_the_plain_steps(seed: int, max_chars: int) -> None:
+    turns = seeded_chat(seed)
+    with redaction_memo():
+        expected = chunk_turns(summary_turns(turns), max_chars)
+        for hints in (None, [message_hints(m) for m in turns]):
+            chunks = summary_chunks(turns, max_chars, hints)
+            assert [c.turns for c in chunks] == expected
+            assert [list(c.participants) for c in chunks] == [participants(t) for t in expected]
+            assert [c.end - c.start for c in chunks] == [len(t) for t in expected]
+
+
+class _Recording:
+    """Answers with a summary quoting the first turn, and keeps every request it was sent."""
+
+    def __init__(self) -> None:
+        self.requests: list[SummaryRequest] = []
+
+    async def summarize(self, request: SummaryRequest) -> str:
+        self.requests.append(request)
+        first = str(request.turns[0].get("content"))[:60]
+        return f"## Key facts and exact values\n- FACT: {first} costs $5\n- the deploy is Friday"
+
+
+def _compress(messages: list[dict[str, Any]], summarizer: Any, **given: Any) -> Any:
+    config = CompressorConfig(context_length=8_192, protect_first_n=2, protect_last_n=4)
+    compressor = ContextCompressor(config, summarizer, clock=lambda: 1_800_000_000.0)
+    return asyncio.run(compressor.compress(messages, force=True, **given))
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+@pytest.mark.parametrize("summarised", (True, False))
+def test_compress_with_hints_equals_compress_without(seed: int, summarised: bool) -> None:
+    messages = seeded_chat(seed)
+    counter = TokenCounter(None, cache_entries=0)
+    counts = [counter.count_message(m) for m in messages]
+    plain, fast = (_Recording(), _Recording()) if summarised else (None, None)
+    reference = _compress(messages, plain)
+    hints = [message_hints(m) for m in messages]
+    hinted = _compress(messages, fast, token_counts=counts, hints=hints)
+    assert reference.outcome == hinted.outcome == "compressed"
+    assert hinted.messages == reference.messages
+    assert hinted.memory == reference.memory
+    assert hinted.tokens_before == reference.tokens_before
+    assert hinted.tokens_after == reference.tokens_after
+    if plain is not None and fast is not None:
+        assert [r.turns for r in fast.requests] == [r.turns for r in plain.requests]
+        assert [r.participants for r in fast.requests] == [r.participants for r in plain.requests]
+
+
+def test_hints_that_do_not_fit_the_messages_are_refused() -> None:
+    messages = seeded_chat(1, turns=10)
+    with pytest.raises(HintsError):
+        _compress(messages, None, hints=[0])
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_a_transcript_holding_a_summary_compresses_alike_with_hints(seed: int) -> None:
+    first = _compress(seeded_chat(seed), _Recording())
+    messages = [*first.messages, *seeded_chat(seed + 100)[1:]]
+    hints = [message_hints(m) for m in messages]
+    plain, fast = _Recording(), _Recording()
+    reference = _compress(messages, plain)
+    hinted = _compress(messages, fast, hints=hints)
+    assert hinted.messages == reference.messages
+    assert hinted.memory == reference.memory
+    assert [r.turns for r in fast.requests] == [r.turns for r in plain.requests]
+
+
+def test_hints_vouch_only_for_what_holds() -> None:
+    from compression.message_hints import (
+        CALLS_CLEAN,
+        FEATURELESS,
+        PLAIN,
+        SHOWN_FEATURELESS,
+        SUMMARY_CLEAN,
+        TOOL_MESSAGE,
+    )
+    from tests.compression.test_redact import SECRETS
+
+    chatter = message_hints({"role": "user", "content": "[Alice] see you"})
+    assert chatter == SUMMARY_CLEAN | PLAIN | FEATURELESS | SHOWN_FEATURELESS | CALLS_CLEAN
+    secret = message_hints({"role": "user", "content": f"[Bob] key {SECRETS['openai']}"})
+    assert not secret & SUMMARY_CLEAN
+    value = message_hints({"role": "user", "content": "[Ana] The budget is $5,000."})
+    assert not value & FEATURELESS and not value & SHOWN_FEATURELESS
+    call = {
+        "id": "c1",
+        "function": {"name": "f", "arguments": f'{{"token": "{SECRETS["openai"]}"}}'},
+    }
+    caller = message_hints({"role": "assistant", "content": None, "tool_calls": [call]})
+    assert caller & TOOL_MESSAGE and not caller & CALLS_CLEAN
