@@ -26,6 +26,7 @@ from bot.store.base import (
 from bot.store.postgres_bookkeeping import INSERT_EVENT_SQL, mark_processed, prune_processed
 from bot.store.postgres_database import PostgresDatabase, affected
 from bot.store.postgres_memory import write_memory
+from bot.store.postgres_queue_sql import enqueue_turn
 from bot.store.sqlite_writes import event_params
 from compression.memory import Memory
 from compression.state import CompressorState
@@ -101,7 +102,10 @@ class PostgresWrites:
                     now,
                 )
             appending = await _appending(conn, item, now, open_sessions)
-            results.append(await appending.add(conn, item.message, now))
+            result = await appending.add(conn, item.message, now)
+            if item.enqueue is not None and result.message_id is not None:
+                await enqueue_turn(conn, item, result, now)
+            results.append(result)
         for appending in open_sessions.values():
             await appending.flush(conn, now)
         return results, await prune_processed(conn, now, self._last_prune)
@@ -116,7 +120,7 @@ class PostgresWrites:
         now = self._clock()
 
         async def append_all(conn: PooledConnection) -> list[list[int]]:
-            return [await _append(conn, sid, messages, now) for sid, messages in items]
+            return [await append_rows(conn, sid, messages, now) for sid, messages in items]
 
         return await self._db.retried(append_all)
 
@@ -285,7 +289,7 @@ class _Appending:
             await conn.execute(_ADD_TOTALS_SQL, self.tokens, self.messages, now, self.session.id)
 
 
-async def _append(
+async def append_rows(
     conn: PooledConnection, session_id: int, messages: Sequence[NewMessage], now: float
 ) -> list[int]:
     if not messages:
