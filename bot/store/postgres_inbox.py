@@ -33,6 +33,7 @@ WHERE id IN (
       AND NOT EXISTS (
           SELECT 1 FROM turn_inbox o WHERE o.lane = t.lane AND o.state <> 'done' AND o.id < t.id
       )
+      AND split_part(t.chat_key, ':', 1) = ANY($5::text[])
     ORDER BY t.id LIMIT $4
     FOR UPDATE SKIP LOCKED
 )
@@ -97,11 +98,16 @@ class PostgresInbox:
                 )
             await conn.execute(NOTIFY_SQL)
 
-    async def claim(self, holder: str, limit: int, ttl_seconds: float) -> list[InboxJob]:
+    async def claim(
+        self, holder: str, limit: int, ttl_seconds: float, platforms: Sequence[str]
+    ) -> list[InboxJob]:
+        """Up to `limit` jobs of chats on `platforms` (those this worker can answer on)."""
         if limit <= 0:
             return []
         async with self._db.transaction() as conn:
-            found = await conn.fetch(_CLAIM_SQL, holder, self._clock(), ttl_seconds, limit)
+            found = await conn.fetch(
+                _CLAIM_SQL, holder, self._clock(), ttl_seconds, limit, list(platforms)
+            )
         jobs = [
             InboxJob(
                 int(r["id"]),

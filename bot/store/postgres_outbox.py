@@ -8,7 +8,7 @@ reached the chat; it becomes `unknown` and is never sent again.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,6 +25,7 @@ WHERE id IN (
           SELECT 1 FROM reply_outbox o
           WHERE o.lane = r.lane AND o.state IN ('pending', 'sending') AND o.id < r.id
       )
+      AND r.platform = ANY($5::text[])
     ORDER BY r.id LIMIT $4
     FOR UPDATE SKIP LOCKED
 )
@@ -61,10 +62,14 @@ class PostgresOutbox:
         self._db = db
         self._clock = clock
 
-    async def claim(self, holder: str, limit: int, ttl_seconds: float) -> list[OutboxRow]:
+    async def claim(
+        self, holder: str, limit: int, ttl_seconds: float, platforms: Sequence[str]
+    ) -> list[OutboxRow]:
         """Mark up to `limit` rows `sending` for `holder` (committed before anything is sent)."""
         async with self._db.transaction() as conn:
-            found = await conn.fetch(_CLAIM_SQL, holder, self._clock(), ttl_seconds, limit)
+            found = await conn.fetch(
+                _CLAIM_SQL, holder, self._clock(), ttl_seconds, limit, list(platforms)
+            )
         return sorted(
             (
                 OutboxRow(
@@ -80,15 +85,15 @@ class PostgresOutbox:
             key=lambda row: row.id,
         )
 
-    async def settle(self, row_id: int, holder: str, *, delivered: bool) -> None:
-        """Record the outcome of our own send."""
+    async def settle(self, row_id: int, holder: str, state: str) -> None:
+        """Record the outcome of our own send: sent, failed, or unknown."""
         async with self._db.transaction() as conn:
             await conn.execute(
                 "UPDATE reply_outbox SET state = $3, sent_at = $4, holder = NULL"
                 " WHERE id = $1 AND holder = $2 AND state = 'sending'",
                 row_id,
                 holder,
-                "sent" if delivered else "failed",
+                state,
                 self._clock(),
             )
 

@@ -16,6 +16,7 @@ from tests.store.conftest import ManualClock
 from tests.store.factories import user
 
 TTL = 30.0
+PLATFORMS = ("telegram",)
 
 
 @pytest.fixture
@@ -57,7 +58,7 @@ async def test_a_questions_turn_commits_with_it_and_a_duplicate_enqueues_nothing
     [first] = await pg.ingest([question("telegram:1", 1, "hi")])
     [again] = await pg.ingest([question("telegram:1", 1, "hi")])
     assert again.duplicate
-    [job] = await pg.inbox().claim("w1", 10, TTL)
+    [job] = await pg.inbox().claim("w1", 10, TTL, PLATFORMS)
     assert job.kind == "turn"
     assert job.payload["message_id"] == first.message_id
     assert first.session is not None and job.payload["session_id"] == first.session.id
@@ -68,11 +69,11 @@ async def test_claims_are_fifo_per_chat_with_one_job_per_chat(pg: PostgresStore)
     await pg.ingest([question("telegram:1", n, f"a{n}") for n in range(3)])
     await pg.ingest([question("telegram:2", 10 + n, f"b{n}") for n in range(2)])
     inbox = pg.inbox()
-    jobs = await inbox.claim("w1", 10, TTL)
+    jobs = await inbox.claim("w1", 10, TTL, PLATFORMS)
     assert [j.payload["text"] for j in jobs] == ["a0", "b0"]
-    assert await inbox.claim("w2", 10, TTL) == []  # both chats are busy
+    assert await inbox.claim("w2", 10, TTL, PLATFORMS) == []  # both chats are busy
     assert await inbox.finish(jobs[0], says=[say("r0")])
-    [nxt] = await inbox.claim("w2", 10, TTL)
+    [nxt] = await inbox.claim("w2", 10, TTL, PLATFORMS)
     assert nxt.payload["text"] == "a1"
 
 
@@ -80,7 +81,9 @@ async def test_concurrent_claimers_never_take_the_same_job(
     pg: PostgresStore, second: PostgresStore
 ) -> None:
     await pg.ingest([question(f"telegram:{c}", c, f"q{c}") for c in range(20)])
-    got = await asyncio.gather(pg.inbox().claim("w1", 20, TTL), second.inbox().claim("w2", 20, TTL))
+    got = await asyncio.gather(
+        pg.inbox().claim("w1", 20, TTL, PLATFORMS), second.inbox().claim("w2", 20, TTL, PLATFORMS)
+    )
     ids = [j.id for jobs in got for j in jobs]
     assert len(ids) == len(set(ids)) == 20
 
@@ -90,11 +93,11 @@ async def test_a_dead_holders_job_is_taken_over_after_its_lease_and_its_commit_i
 ) -> None:
     [result] = await pg.ingest([question("telegram:1", 1, "hi")])
     assert result.session is not None
-    [stale] = await pg.inbox().claim("w1", 10, TTL)
+    [stale] = await pg.inbox().claim("w1", 10, TTL, PLATFORMS)
     clock.advance(TTL - 1)
-    assert await second.inbox().claim("w2", 10, TTL) == []  # the lease still holds
+    assert await second.inbox().claim("w2", 10, TTL, PLATFORMS) == []  # the lease still holds
     clock.advance(2)
-    [taken] = await second.inbox().claim("w2", 10, TTL)
+    [taken] = await second.inbox().claim("w2", 10, TTL, PLATFORMS)
     assert taken.id == stale.id and taken.fence.attempts == 2
     assert not await pg.inbox().renew(stale.fence, TTL)
     reply = user("stale answer")
@@ -113,13 +116,13 @@ async def test_renewal_keeps_the_job_and_release_hands_it_back(
     pg: PostgresStore, second: PostgresStore, clock: ManualClock
 ) -> None:
     await pg.ingest([question("telegram:1", 1, "hi")])
-    [job] = await pg.inbox().claim("w1", 10, TTL)
+    [job] = await pg.inbox().claim("w1", 10, TTL, PLATFORMS)
     for _ in range(3):
         clock.advance(TTL / 2)
         assert await pg.inbox().renew(job.fence, TTL)
-    assert await second.inbox().claim("w2", 10, TTL) == []
+    assert await second.inbox().claim("w2", 10, TTL, PLATFORMS) == []
     await pg.inbox().release(job.fence)
-    [again] = await second.inbox().claim("w2", 10, TTL)
+    [again] = await second.inbox().claim("w2", 10, TTL, PLATFORMS)
     assert again.id == job.id
 
 
@@ -127,23 +130,25 @@ async def test_command_replies_queue_behind_the_chats_turns(pg: PostgresStore) -
     await pg.ingest([question("telegram:1", 1, "hi")])
     inbox = pg.inbox()
     await inbox.enqueue_sends("telegram:1|", "telegram:1", [say("done: /new")])
-    [turn] = await inbox.claim("w1", 10, TTL)
-    assert await inbox.claim("w1", 10, TTL) == []
+    [turn] = await inbox.claim("w1", 10, TTL, PLATFORMS)
+    assert await inbox.claim("w1", 10, TTL, PLATFORMS) == []
     await inbox.finish(turn, says=[say("answer")])
-    [send] = await inbox.claim("w1", 10, TTL)
+    [send] = await inbox.claim("w1", 10, TTL, PLATFORMS)
     assert send.kind == "send" and send.payload["text"] == "done: /new"
 
 
 async def test_outbox_rows_go_out_in_order_per_chat(pg: PostgresStore) -> None:
     await pg.ingest([question("telegram:1", 1, "hi")])
     inbox, outbox = pg.inbox(), pg.outbox()
-    [job] = await inbox.claim("w1", 10, TTL)
+    [job] = await inbox.claim("w1", 10, TTL, PLATFORMS)
     await inbox.finish(job, says=[say("notice"), say("answer")])
-    [first] = await outbox.claim("w1", 10, TTL)
+    [first] = await outbox.claim("w1", 10, TTL, PLATFORMS)
     assert first.text == "notice"
-    assert await outbox.claim("w2", 10, TTL) == []  # the chat's earlier row is being sent
-    await outbox.settle(first.id, "w1", delivered=True)
-    [second_row] = await outbox.claim("w2", 10, TTL)
+    assert (
+        await outbox.claim("w2", 10, TTL, PLATFORMS) == []
+    )  # the chat's earlier row is being sent
+    await outbox.settle(first.id, "w1", "sent")
+    [second_row] = await outbox.claim("w2", 10, TTL, PLATFORMS)
     assert second_row.text == "answer" and second_row.nonce != first.nonce
 
 
@@ -152,14 +157,22 @@ async def test_a_send_left_in_flight_by_a_dead_worker_becomes_unknown_never_rese
 ) -> None:
     await pg.ingest([question("telegram:1", 1, "hi")])
     inbox, outbox = pg.inbox(), pg.outbox()
-    [job] = await inbox.claim("w1", 10, TTL)
+    [job] = await inbox.claim("w1", 10, TTL, PLATFORMS)
     await inbox.finish(job, says=[say("answer"), say("after")])
-    [row] = await outbox.claim("w1", 10, TTL)
+    [row] = await outbox.claim("w1", 10, TTL, PLATFORMS)
     assert await outbox.abandon_stale() == []  # its lease still holds
     clock.advance(TTL + 1)
     [abandoned] = await outbox.abandon_stale()
     assert abandoned.id == row.id
-    [nxt] = await outbox.claim("w2", 10, TTL)
+    [nxt] = await outbox.claim("w2", 10, TTL, PLATFORMS)
     assert nxt.text == "after"  # the chat moves on; the unknown one is not sent again
-    await outbox.settle(row.id, "w1", delivered=True)  # the dead worker's late word is ignored
+    await outbox.settle(row.id, "w1", "sent")  # the dead worker's late word is ignored
     assert (await outbox.states())[row.id] == "unknown"
+
+
+async def test_a_worker_claims_only_chats_of_platforms_it_can_answer_on(pg: PostgresStore) -> None:
+    await pg.ingest([question("discord:7", 1, "d"), question("telegram:1", 2, "t")])
+    [job] = await pg.inbox().claim("w1", 10, TTL, PLATFORMS)
+    assert job.chat_key == "telegram:1"
+    [other] = await pg.inbox().claim("w2", 10, TTL, ("discord",))
+    assert other.chat_key == "discord:7"
