@@ -57,6 +57,11 @@ class PostgresStore(PostgresWrites, PostgresBookkeeping, PostgresRevisions):
         return redacted_dsn(self._db.dsn)
 
     @property
+    def dsn(self) -> str:
+        """The DSN as given (it may hold a password): for dedicated connections, never logs."""
+        return self._db.dsn
+
+    @property
     def cjk_trigrams(self) -> bool:
         """False when the database's ctype makes no trigrams of CJK text (search then scans)."""
         return self._db.cjk_trigrams

@@ -32,7 +32,7 @@ async def pg(clock: ManualClock) -> AsyncIterator[PostgresStore]:
 @pytest.fixture
 async def second(pg: PostgresStore, clock: ManualClock) -> AsyncIterator[PostgresStore]:
     """Another worker's store on the same schema."""
-    async with PostgresStore(pg._db.dsn, clock=clock) as opened:
+    async with PostgresStore(pg.dsn, clock=clock) as opened:
         yield opened
 
 
