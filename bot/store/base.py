@@ -7,6 +7,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
+from bot.store.shared_limits import SharedLimits
 from compression.memory import Memory
 from compression.state import CompressorState
 
@@ -408,7 +409,7 @@ class BookkeepingStore(Protocol):
     async def set_message_content(self, message_id: int, content: Any, tokens: int) -> None: ...
 
 
-class Store(TranscriptStore, MemoryStore, SettingsStore, BookkeepingStore, Protocol):
+class Store(TranscriptStore, MemoryStore, SettingsStore, BookkeepingStore, SharedLimits, Protocol):
     """Everything the service persists, as one backend implements it; one writer at a time."""
 
     async def open(self) -> None: ...

@@ -238,6 +238,32 @@ CREATE INDEX IF NOT EXISTS message_revisions_message ON message_revisions(messag
 """
 
 
+# Limits every worker shares (SPEC 15). `hits` is a JSON list of the attempt times still in the
+# window; each table is pruned by its time column.
+_SCHEMA_V9 = """
+CREATE TABLE IF NOT EXISTS rate_windows (
+    key      TEXT PRIMARY KEY,
+    hits     TEXT NOT NULL,
+    last_at  REAL NOT NULL
+);
+CREATE INDEX IF NOT EXISTS rate_windows_last ON rate_windows(last_at);
+CREATE TABLE IF NOT EXISTS notice_windows (
+    scope       TEXT NOT NULL,
+    key         TEXT NOT NULL,
+    said_at     REAL NOT NULL,
+    expires_at  REAL NOT NULL,
+    PRIMARY KEY (scope, key)
+);
+CREATE INDEX IF NOT EXISTS notice_windows_expires ON notice_windows(expires_at);
+CREATE TABLE IF NOT EXISTS admin_cache (
+    key         TEXT PRIMARY KEY,
+    is_admin    INTEGER NOT NULL,
+    expires_at  REAL NOT NULL
+);
+CREATE INDEX IF NOT EXISTS admin_cache_expires ON admin_cache(expires_at);
+"""
+
+
 @dataclass(frozen=True, slots=True)
 class Migration:
     version: int
@@ -256,6 +282,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(3, "session memory entries", _SCHEMA_V3),
     Migration(4, "dead-letter table for updates that could not be ingested", _SCHEMA_V4),
     Migration(7, "platform message ids and message revisions", _SCHEMA_V7),
+    Migration(9, "rate and notice windows, admin cache (shared limits)", _SCHEMA_V9),
 )
 LATEST_VERSION = MIGRATIONS[-1].version
 

@@ -24,6 +24,7 @@ from bot.store.hits import FETCH_FACTOR, clamp_limit, distinct_hits
 from bot.store.postgres_bookkeeping import PostgresBookkeeping
 from bot.store.postgres_database import PostgresDatabase, affected, redacted_dsn
 from bot.store.postgres_inbox import PostgresInbox
+from bot.store.postgres_limits import PostgresLimits
 from bot.store.postgres_memory import load_memory
 from bot.store.postgres_outbox import PostgresOutbox
 from bot.store.postgres_revisions import PostgresRevisions
@@ -42,7 +43,7 @@ from compression.state import CompressorState
 log = logging.getLogger(__name__)
 
 
-class PostgresStore(PostgresWrites, PostgresBookkeeping, PostgresRevisions):
+class PostgresStore(PostgresWrites, PostgresBookkeeping, PostgresRevisions, PostgresLimits):
     """`Store` on a PostgreSQL database (`postgresql://…`; `?search_path=` picks the schema)."""
 
     def __init__(self, dsn: str, *, clock: Callable[[], float] = time.time) -> None:
@@ -50,6 +51,11 @@ class PostgresStore(PostgresWrites, PostgresBookkeeping, PostgresRevisions):
         self._clock = clock
         self._last_prune = 0.0
         self._settings_cache = RawSettingsCache(clock)
+
+    @property
+    def dsn(self) -> str:
+        """The DSN as given (it may hold a password: never log it), for dedicated connections."""
+        return self._db.dsn
 
     @property
     def location(self) -> str:

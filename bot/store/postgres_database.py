@@ -115,6 +115,14 @@ class PostgresDatabase:
                     "transaction aborted by a deadlock, running it again (attempt %d)", attempt
                 )
 
+    async def write_one(self, sql: str, params: Sequence[Any] = ()) -> Any:
+        """One statement as its own transaction (one round trip); the first row it returns."""
+        started = time.perf_counter()
+        row = await _require(self._pool).fetchrow(sql, *params)
+        if self.on_commit is not None:
+            self.on_commit(time.perf_counter() - started)
+        return row
+
     async def fetchall(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
         return list(await _require(self._pool).fetch(sql, *params))
 

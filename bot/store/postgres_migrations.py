@@ -255,6 +255,33 @@ CREATE INDEX reply_outbox_open ON reply_outbox(lane, id) WHERE state IN ('pendin
 """
 
 
+# Limits every worker shares (SQLite 9). UNLOGGED: the hot path writes no WAL for them, and what
+# a crash of the server loses is only a repeated notice or one more admin lookup.
+_SCHEMA_V9 = """
+CREATE UNLOGGED TABLE rate_windows (
+    key      TEXT PRIMARY KEY,
+    hits     DOUBLE PRECISION[] NOT NULL,
+    allowed  BOOLEAN NOT NULL,
+    last_at  DOUBLE PRECISION NOT NULL
+);
+CREATE INDEX rate_windows_last ON rate_windows(last_at);
+CREATE UNLOGGED TABLE notice_windows (
+    scope       TEXT NOT NULL,
+    key         TEXT NOT NULL,
+    said_at     DOUBLE PRECISION NOT NULL,
+    expires_at  DOUBLE PRECISION NOT NULL,
+    PRIMARY KEY (scope, key)
+);
+CREATE INDEX notice_windows_expires ON notice_windows(expires_at);
+CREATE UNLOGGED TABLE admin_cache (
+    key         TEXT PRIMARY KEY,
+    is_admin    BOOLEAN NOT NULL,
+    expires_at  DOUBLE PRECISION NOT NULL
+);
+CREATE INDEX admin_cache_expires ON admin_cache(expires_at);
+"""
+
+
 @dataclass(frozen=True, slots=True)
 class Migration:
     version: int
@@ -269,6 +296,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(4, "dead letters", _SCHEMA_V4),
     Migration(7, "platform message ids and message revisions", _SCHEMA_V7),
     Migration(8, "durable turn inbox and reply outbox", _SCHEMA_V8),
+    Migration(9, "rate and notice windows, admin cache (shared limits)", _SCHEMA_V9),
 )
 LATEST_VERSION = MIGRATIONS[-1].version
 

@@ -28,6 +28,7 @@ from bot.store.migrations import TRIGRAM, indexed_text
 from bot.store.revisions import Revisions
 from bot.store.settings_cache import RawSettingsCache
 from bot.store.sqlite_ingest import OPEN_SESSION_SQL
+from bot.store.sqlite_limits import SqliteLimits
 from bot.store.sqlite_tables import SqliteTables
 from bot.store.sqlite_writes import COUNT_ACTIVE_SQL, CompactionWrites, start_session
 from compression.memory import Memory
@@ -39,7 +40,7 @@ TRIGRAM_MIN_CHARS = 3  # the trigram tokenizer cannot match anything shorter
 ID_BATCH = 500  # ids per IN (...) query, well under SQLite's variable limit
 
 
-class SqliteStore(CompactionWrites, Bookkeeping, DeadLetters, Revisions):
+class SqliteStore(CompactionWrites, Bookkeeping, DeadLetters, Revisions, SqliteLimits):
     """`Store` on one SQLite file (or ":memory:"). Writes are serialised; reads use WAL."""
 
     def __init__(

@@ -25,7 +25,8 @@ class CopiedTable:
     in_insertion_order: bool = False
 
 
-# In foreign-key order. Compression locks are not copied: a lease never outlives its process.
+# In foreign-key order. Compression locks are not copied (a lease never outlives its process),
+# nor the shared limits (rate and notice windows, admin cache): they expire within minutes.
 COPIED_TABLES: tuple[CopiedTable, ...] = (
     CopiedTable("chats", ("key",)),
     CopiedTable("sessions", ("id",)),
