@@ -53,11 +53,6 @@ class PostgresStore(PostgresWrites, PostgresBookkeeping, PostgresRevisions, Post
         self._settings_cache = RawSettingsCache(clock)
 
     @property
-    def dsn(self) -> str:
-        """The DSN as given (it may hold a password: never log it), for dedicated connections."""
-        return self._db.dsn
-
-    @property
     def location(self) -> str:
         """The DSN without its password, for logs and banners."""
         return redacted_dsn(self._db.dsn)
