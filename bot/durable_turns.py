@@ -20,7 +20,6 @@ from bot.store.postgres_inbox import InboxJob, PostgresInbox, say_from_json
 
 log = logging.getLogger(__name__)
 
-LEASE_SECONDS = 30.0
 # A job that lost its worker this many times is answered with a notice instead of run again.
 MAX_ATTEMPTS = 3
 
@@ -34,7 +33,7 @@ class TurnConsumer:
         *,
         holder: str,
         max_jobs: int,
-        lease_seconds: float = LEASE_SECONDS,
+        lease_seconds: float,
         on_finished: asyncio.Event | None = None,
     ) -> None:
         self._gateway = gateway

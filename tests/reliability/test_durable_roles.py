@@ -2,8 +2,10 @@
 
 The fake Bot API's updates reach the ingress as Telegram delivers webhooks: each chat's in order,
 retried until a 200, some of them delivered again later (duplicates). Mid-run the ingress is
-killed with SIGKILL and restarted (deliveries in flight fail and are retried), and one worker is
-stopped and replaced. Every addressed message must be answered exactly once, in order per chat.
+killed with SIGKILL and restarted (deliveries in flight fail and are retried); the worker whose
+turn hangs at the model is killed with SIGKILL mid-turn (another takes the turn over after its
+lease), and the other is stopped with SIGTERM and replaced. Every addressed message must be
+answered exactly once, in order per chat.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import sys
 import time
 from collections import defaultdict
 from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +29,7 @@ import asyncpg
 import pytest
 
 from tests import postgres_server
-from tests.fakes.openai_server import FakeOpenAI, Reply
+from tests.fakes.openai_server import FakeOpenAI, Hang, Reply
 from tests.fakes.telegram_server import FakeTelegram
 from tests.harness import endpoint_env
 
@@ -38,6 +41,8 @@ PER_CHAT = 8
 DUPLICATE_SHARE = 0.3
 SEED = 20261201
 ANSWER_SECONDS = 90.0
+LEASE_SECONDS = 3
+STUCK = "Q1x3Q"
 _QUESTION = re.compile(r"Q(\d+)x(\d+)Q")
 _FOREIGN_PREFIXES = ("OPENAI_", "COMPACTBOT_", "TELEGRAM_", "DISCORD_")
 
@@ -145,15 +150,17 @@ async def test_two_workers_and_an_ingress_answer_every_question_once_in_order(
     rng = random.Random(SEED)
     port = free_port()
     url = f"http://127.0.0.1:{port}{HOOK_PATH}"
+    stuck = Stuck(asyncio.Event())
     async with (
         postgres_server.fresh_schema(server) as dsn,
         FakeTelegram() as telegram,
-        FakeOpenAI(answer_for) as model,
+        FakeOpenAI(stuck.respond) as model,
     ):
         env = {k: v for k, v in os.environ.items() if not k.startswith(_FOREIGN_PREFIXES)}
         env |= endpoint_env(model.base_url) | {
             "PYTHONPATH": str(REPO_ROOT),
             "COMPACTBOT_DB": dsn,
+            "COMPACTBOT_TURN_LEASE_SECONDS": str(LEASE_SECONDS),
             "TELEGRAM_BOT_TOKEN": telegram.token,
             "TELEGRAM_API_BASE_URL": telegram.base_url,
             "TELEGRAM_WEBHOOK_URL": f"https://bot.example.invalid{HOOK_PATH}",
@@ -190,26 +197,69 @@ async def test_two_workers_and_an_ingress_answer_every_question_once_in_order(
             ingress.kill()  # deliveries in flight now fail, and are retried
             await ingress.wait()
             await procs.start("ingress")
+
+            # The worker answering STUCK is mid-turn (its model call hangs): it dies, and the
+            # other worker takes the turn over once the lease runs out.
+            await asyncio.wait_for(stuck.asked.wait(), 60)
+            holder = await holder_of(dsn, STUCK)
+            [crashed] = [w for w in workers if f":{w.pid}:" in holder]
+            crashed.kill()
+            await crashed.wait()
+            survivor = next(w for w in workers if w is not crashed)
+            await procs.start("worker")
             await until(lambda: bool(telegram.sent_log), procs)
-            workers[0].send_signal(signal.SIGTERM)  # its running turns go back to the queue
-            await workers[0].wait()
+            survivor.send_signal(signal.SIGTERM)  # its running turns go back to the queue
+            await survivor.wait()
             await procs.start("worker")
             await asyncio.gather(*feeders)
 
             expected = {chat: [f"A{chat}x{n}A" for n in range(PER_CHAT)] for chat in range(CHATS)}
             await until(lambda: answered(telegram) == expected, procs, ANSWER_SECONDS)
-            await asyncio.sleep(1.0)  # a duplicate answer would show up now
+            await asyncio.sleep(LEASE_SECONDS)  # a duplicate answer would show up now
             assert answered(telegram) == expected, procs.logs()
-            assert sum(tries) > CHATS * PER_CHAT  # duplicates and retries really happened
-            assert len(tries) > CHATS * PER_CHAT
+            assert len(tries) > CHATS * PER_CHAT  # duplicates were delivered
+            assert sum(tries) > len(tries)  # and deliveries were retried
         conn = await asyncpg.connect(dsn)
         try:
             open_jobs = await conn.fetchval("SELECT count(*) FROM turn_inbox WHERE state <> 'done'")
             states = await conn.fetch("SELECT state, count(*) FROM reply_outbox GROUP BY state")
+            attempts = await conn.fetchval(
+                "SELECT attempts FROM turn_inbox WHERE payload->'message'->>'text' LIKE $1",
+                f"%{STUCK}%",
+            )
         finally:
             await conn.close()
         assert open_jobs == 0
         assert dict(states) == {"sent": CHATS * PER_CHAT}
+        assert attempts == 2  # claimed by the worker that died, then by the one that answered
+
+
+@dataclass
+class Stuck:
+    """The model hangs the first time it is asked STUCK, and says when that happened."""
+
+    asked: asyncio.Event
+
+    def respond(self, body: dict[str, Any]) -> Reply | Hang:
+        reply = answer_for(body)
+        if reply.text == STUCK.replace("Q", "A") and not self.asked.is_set():
+            self.asked.set()
+            return Hang(120.0)
+        return reply
+
+
+async def holder_of(dsn: str, text: str) -> str:
+    conn = await asyncpg.connect(dsn)
+    try:
+        holder = await conn.fetchval(
+            "SELECT holder FROM turn_inbox"
+            " WHERE state = 'doing' AND payload->'message'->>'text' LIKE $1",
+            f"%{text}%",
+        )
+    finally:
+        await conn.close()
+    assert holder is not None
+    return str(holder)
 
 
 async def until(condition: Callable[[], bool], procs: Roles, seconds: float = 60.0) -> None:
