@@ -12,8 +12,9 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Mapping
+from typing import Any, Protocol
 
-from bot.durable_gateway import DurableGateway, message_from_json, say_to
+from bot.durable_gateway import TurnOutcome, message_from_json, say_to
 from bot.events import Adapter, ReplyTarget
 from bot.gateway import TURN_FAILED
 from bot.store.postgres_inbox import InboxJob, PostgresInbox, say_from_json
@@ -24,10 +25,16 @@ log = logging.getLogger(__name__)
 MAX_ATTEMPTS = 3
 
 
+class TurnAnswerer(Protocol):
+    """What runs a claimed turn (`DurableGateway`)."""
+
+    async def answer_job(self, payload: Mapping[str, Any], adapter: Adapter) -> TurnOutcome: ...
+
+
 class TurnConsumer:
     def __init__(
         self,
-        gateway: DurableGateway,
+        gateway: TurnAnswerer,
         inbox: PostgresInbox,
         adapters: Mapping[str, Adapter],
         *,
