@@ -69,22 +69,25 @@ async def enqueue(store: PostgresStore) -> None:
     await store.ingest([item])
 
 
-async def outbox_filled(store: PostgresStore) -> None:
-    while not await store.outbox().states():
-        await asyncio.sleep(0.01)
-
-
 @contextlib.asynccontextmanager
-async def consuming(store: PostgresStore, turn: HeldTurn) -> AsyncIterator[asyncio.Task[None]]:
+async def consuming(store: PostgresStore, turn: HeldTurn) -> AsyncIterator[asyncio.Event]:
+    """Runs a consumer; yields the event it sets after each committed job."""
     adapters: dict[str, Adapter] = {"telegram": object()}  # type: ignore[dict-item]
+    finished = asyncio.Event()
     consumer = TurnConsumer(
-        turn, store.inbox(), adapters, holder="w1", max_jobs=4, lease_seconds=LEASE
+        turn,
+        store.inbox(),
+        adapters,
+        holder="w1",
+        max_jobs=4,
+        lease_seconds=LEASE,
+        on_finished=finished,
     )
     wake = asyncio.Event()
     wake.set()
     task = asyncio.create_task(consumer.run(wake))
     try:
-        yield task
+        yield finished
     finally:
         task.cancel()
         with contextlib.suppress(asyncio.CancelledError):
@@ -109,8 +112,8 @@ async def test_a_job_that_keeps_losing_its_workers_ends_with_a_notice(pg: Postgr
     await enqueue(pg)
     await pg._db.fetchone(f"UPDATE turn_inbox SET attempts = {MAX_ATTEMPTS} RETURNING id")
     turn = HeldTurn()
-    async with consuming(pg, turn):
-        await asyncio.wait_for(outbox_filled(pg), WAIT)
+    async with consuming(pg, turn) as finished:
+        await asyncio.wait_for(finished.wait(), WAIT)
     assert turn.calls == 0
     [row] = await pg.outbox().claim("w1", 5, 30.0, ["telegram"])
     assert row.text == TURN_FAILED
@@ -132,7 +135,7 @@ async def test_a_finished_turn_commits_its_outbox_rows(pg: PostgresStore) -> Non
     await enqueue(pg)
     turn = HeldTurn()
     turn.release.set()
-    async with consuming(pg, turn):
-        await asyncio.wait_for(outbox_filled(pg), WAIT)
+    async with consuming(pg, turn) as finished:
+        await asyncio.wait_for(finished.wait(), WAIT)
     assert list((await pg.outbox().states()).values()) == ["pending"]
     assert await pg.inbox().unfinished() == 0
