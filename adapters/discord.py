@@ -37,6 +37,7 @@ from bot.events import (
     ReplyTarget,
 )
 from bot.lanes import LaneScheduler
+from bot.plugins import RUN, Role
 from bot.streaming import PacedStream, ReplyStream
 
 if TYPE_CHECKING:
@@ -102,6 +103,10 @@ class _Client(discord.Client):
         await on_raw_delete(self, self.platform.services, payload)
 
 
+class _ShardedClient(_Client, discord.AutoShardedClient):
+    """A worker's client: the shards `compactbot worker --shards` assigns it (SPEC 15)."""
+
+
 class DiscordPlatform:
     """The Discord adapter and its lifecycle: `start()` returns once the client is ready."""
 
@@ -114,6 +119,7 @@ class DiscordPlatform:
         gateway: MessageGateway,
         *,
         client_options: dict[str, Any] | None = None,
+        shards: tuple[tuple[int, ...], int] | None = None,
     ) -> None:
         if config.discord.token is None:
             raise ValueError("DiscordPlatform needs discord.token (DISCORD_BOT_TOKEN)")
@@ -121,6 +127,10 @@ class DiscordPlatform:
         self._token = config.discord.token
         self._gateway = gateway
         self._client_options = dict(client_options or {})
+        self._client_class = _Client
+        if shards is not None:
+            self._client_class = _ShardedClient
+            self._client_options |= {"shard_ids": list(shards[0]), "shard_count": shards[1]}
         self._client: _Client | None = None
         self._task: asyncio.Task[None] | None = None
         self._interactions = PendingInteractions()
@@ -139,7 +149,7 @@ class DiscordPlatform:
         if self._task is not None:
             return
         trace = _rate_limit_trace(self._gateway.services.metrics)
-        client = _Client(self, **{"http_trace": trace, **self._client_options})
+        client = self._client_class(self, **{"http_trace": trace, **self._client_options})
         self._client = client
         self._task = asyncio.create_task(
             client.start(self._token.get_secret_value()), name="discord-client"
@@ -419,6 +429,16 @@ def _transient(exc: discord.HTTPException) -> bool:
     return exc.status >= SERVER_ERROR_STATUS or exc.status == TOO_MANY_REQUESTS
 
 
-def platform_from_config(config: Config, gateway: MessageGateway) -> DiscordPlatform | None:
-    """The `compactbot.platforms` entry point: Discord when a bot token is configured."""
-    return DiscordPlatform(config, gateway) if config.discord.token is not None else None
+def platform_from_config(
+    config: Config, gateway: MessageGateway, *, role: Role = RUN
+) -> DiscordPlatform | None:
+    """The `compactbot.platforms` entry point: Discord when a bot token is configured.
+
+    Workers receive Discord (on their shards when given); the Telegram ingress does not.
+    """
+    if config.discord.token is None or role.name == "ingress":
+        return None
+    shards = None
+    if role.shard_ids is not None and role.shard_count is not None:
+        shards = (role.shard_ids, role.shard_count)
+    return DiscordPlatform(config, gateway, shards=shards)

@@ -45,6 +45,7 @@ from adapters.telegram_media import download_file
 from adapters.telegram_polling import UpdatePoller
 from adapters.telegram_stream import open_telegram_stream
 from adapters.telegram_webhook import WebhookServer
+from bot.admin_cache import AdminCache
 from bot.config import Config, TelegramConfig
 from bot.events import Attachment, DeliveryError, InboundMessage, ReplyTarget, StartupError
 from bot.gateway import Gateway
@@ -55,8 +56,6 @@ from bot.streaming import ReplyStream
 log = logging.getLogger(__name__)
 
 ADMIN_STATUSES = frozenset({ChatMember.ADMINISTRATOR, ChatMember.OWNER})
-# Bounded so a bot in thousands of groups cannot grow the admin cache without limit.
-MAX_ADMIN_CACHE_ENTRIES = 10_000
 # On stop, replies already being written get this long to reach the chat before PTB shuts down.
 STOP_DRAIN_SECONDS = 5.0
 # PTB logs the API URL (which embeds the token) and every request's parameters (message text)
@@ -88,29 +87,6 @@ class TelegramStartError(StartupError):
     """Telegram refused the bot at start-up (bad token, unreachable API, webhook refused)."""
 
 
-class AdminCache:
-    """getChatMember answers per (chat, user), trusted for `ttl_seconds`."""
-
-    def __init__(self, ttl_seconds: float, clock: Callable[[], float] = time.monotonic) -> None:
-        self._ttl = ttl_seconds
-        self._clock = clock
-        self._entries: dict[tuple[str, str], tuple[float, bool]] = {}
-
-    def get(self, chat_id: str, user_id: str) -> bool | None:
-        entry = self._entries.get((chat_id, user_id))
-        if entry is None or entry[0] <= self._clock():
-            return None
-        return entry[1]
-
-    def put(self, chat_id: str, user_id: str, is_admin: bool) -> None:
-        now = self._clock()
-        if len(self._entries) >= MAX_ADMIN_CACHE_ENTRIES:
-            self._entries = {k: v for k, v in self._entries.items() if v[0] > now}
-            if len(self._entries) >= MAX_ADMIN_CACHE_ENTRIES:
-                self._entries.clear()
-        self._entries[(chat_id, user_id)] = (now + self._ttl, is_admin)
-
-
 class TelegramPlatform:
     """The Adapter the gateway answers through, and the platform `compactbot run` starts."""
 
@@ -137,7 +113,12 @@ class TelegramPlatform:
         self._poller: UpdatePoller | None = None
         self._webhook: WebhookServer | None = None
         self._sender = TelegramSender(self._application.bot, metrics=gateway.services.metrics)
-        self._admins = AdminCache(config.gateway.admin_cache_seconds, clock)
+        # In the store and on wall time: one getChatMember per member for all workers.
+        self._admins = AdminCache(
+            gateway.services.store,
+            config.gateway.admin_cache_seconds,
+            clock=gateway.services.clock,
+        )
         self._clock = clock
         self._me: BotSelf | None = None
         self._stopped = False
@@ -297,7 +278,7 @@ class TelegramPlatform:
         """administrator or creator per getChatMember, cached; any error counts as no."""
         if not message.is_group:
             return True
-        cached = self._admins.get(message.chat_id, message.author_id)
+        cached = await self._admins.get(PLATFORM, message.chat_id, message.author_id)
         if cached is not None:
             return cached
         try:
@@ -310,7 +291,7 @@ class TelegramPlatform:
             )
             return False
         result = member.status in ADMIN_STATUSES
-        self._admins.put(message.chat_id, message.author_id, result)
+        await self._admins.put(PLATFORM, message.chat_id, message.author_id, result)
         return result
 
     def _redact(self, text: str) -> str:

@@ -14,7 +14,6 @@ from __future__ import annotations
 import datetime as dt
 import logging
 import re
-import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
@@ -43,7 +42,6 @@ SUMMARY_INPUT_MAX_CHARS = 60_000
 MEMORY_KINDS = frozenset({"decision", "action", "rule", "fact", "question"})
 _DURATION_RE = re.compile(r"^(\d{1,4})\s*(m|min|h|d)$", re.IGNORECASE)
 _UNIT_SECONDS = {"m": 60, "min": 60, "h": 3600, "d": 86_400}
-_gates: weakref.WeakKeyDictionary[object, NoticeGate] = weakref.WeakKeyDictionary()
 
 
 @dataclass(frozen=True, slots=True)
@@ -148,11 +146,9 @@ async def catchup(
     language: str | None,
     sources: Sequence[CatchupSource] | None = None,
 ) -> str:
-    """The digest text for the asker, or why there is none; changes nothing in the store."""
-    gate = _gates.get(services.store)
-    if gate is None:
-        gate = _gates[services.store] = NoticeGate(SUMMARY_INTERVAL_SECONDS, clock=services.clock)
-    if not gate.first((chat_key, asker_id)):
+    """The digest text for the asker, or why there is none; changes nothing in the transcript."""
+    gate = NoticeGate(services.store, "summary", SUMMARY_INTERVAL_SECONDS, clock=services.clock)
+    if not await gate.first((chat_key, asker_id)):
         return "⏳ One /summary a minute, please; try again shortly."
     now = services.clock()
     asker_last = await _last_message_of(services.store, chat_key, asker_id)

@@ -12,29 +12,35 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Mapping
+from typing import Any, Protocol
 
-from bot.durable_gateway import DurableGateway, message_from_json, say_to
+from bot.durable_gateway import TurnOutcome, message_from_json, say_to
 from bot.events import Adapter, ReplyTarget
 from bot.gateway import TURN_FAILED
 from bot.store.postgres_inbox import InboxJob, PostgresInbox, say_from_json
 
 log = logging.getLogger(__name__)
 
-LEASE_SECONDS = 30.0
 # A job that lost its worker this many times is answered with a notice instead of run again.
 MAX_ATTEMPTS = 3
+
+
+class TurnAnswerer(Protocol):
+    """What runs a claimed turn (`DurableGateway`)."""
+
+    async def answer_job(self, payload: Mapping[str, Any], adapter: Adapter) -> TurnOutcome: ...
 
 
 class TurnConsumer:
     def __init__(
         self,
-        gateway: DurableGateway,
+        gateway: TurnAnswerer,
         inbox: PostgresInbox,
         adapters: Mapping[str, Adapter],
         *,
         holder: str,
         max_jobs: int,
-        lease_seconds: float = LEASE_SECONDS,
+        lease_seconds: float,
         on_finished: asyncio.Event | None = None,
     ) -> None:
         self._gateway = gateway

@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import hashlib
+import logging
 import time
 from collections.abc import Callable
 
+from bot.limits import NoticeGate
+from bot.store.shared_limits import SharedLimits, limit_key
+
+log = logging.getLogger(__name__)
+
 # The full explanation of one kind of failure is repeated at most this often per chat.
 FULL_NOTICE_INTERVAL_SECONDS = 600.0
-# Chats remembered at once; past this, the ones told longest ago are forgotten first.
-MAX_CHATS = 100_000
 REPEAT_NOTICE = (
     "⚠️ I couldn't answer this one either (same problem as above). Your message is saved."
 )
@@ -19,30 +24,34 @@ class FailureNotices:
 
     Every failed question gets a notice, so a queued question never fails in silence; only the
     explanation is rate-limited, per chat and per kind of failure (the kind is its full text).
+    What was said is kept in the store, so the next worker to fail in the chat knows it too.
     """
 
     def __init__(
         self,
+        store: SharedLimits,
         interval_seconds: float = FULL_NOTICE_INTERVAL_SECONDS,
         *,
         clock: Callable[[], float] = time.time,
     ) -> None:
+        self._store = store
         self._interval = interval_seconds
         self._clock = clock
-        self._told: dict[str, dict[str, float]] = {}
 
-    def notice_for(self, chat_key: str, full_text: str) -> str:
-        now = self._clock()
-        told = self._told.setdefault(chat_key, {})
-        last = told.get(full_text)
-        if last is not None and now - last < self._interval:
-            return REPEAT_NOTICE
-        told[full_text] = now
-        if len(self._told) > MAX_CHATS:
-            oldest = min(self._told, key=lambda key: max(self._told[key].values(), default=0.0))
-            del self._told[oldest]
-        return full_text
+    async def notice_for(self, chat_key: str, full_text: str) -> str:
+        gate = NoticeGate(self._store, _scope(chat_key), self._interval, clock=self._clock)
+        # A digest keeps the key short whatever the text; the same text gives the same key.
+        kind = hashlib.sha256(full_text.encode()).hexdigest()
+        return full_text if await gate.first((kind,)) else REPEAT_NOTICE
 
-    def recovered(self, chat_key: str) -> None:
+    async def recovered(self, chat_key: str) -> None:
         """The chat got an answer: the next failure is explained in full again."""
-        self._told.pop(chat_key, None)
+        try:
+            await self._store.notice_reset(_scope(chat_key))
+        except Exception as err:
+            # The answer is out; at worst the next failure gets the short line.
+            log.warning("failure notices not reset (chat=%s): %s", chat_key, type(err).__name__)
+
+
+def _scope(chat_key: str) -> str:
+    return limit_key("failure", chat_key)

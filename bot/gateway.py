@@ -61,10 +61,14 @@ class Gateway:
         config = services.config
         self.lanes: TurnLanes = lanes or LaneScheduler(config.gateway.max_concurrent_chats)
         self.compactions = BackgroundCompactions(services)
-        self._rate = RateLimiter(clock=services.clock)
-        self._rate_notices = NoticeGate(RATE_WINDOW_SECONDS, clock=services.clock)
-        self._budget_notices = NoticeGate(BUDGET_NOTICE_INTERVAL_SECONDS, clock=services.clock)
-        self._failure_notices = FailureNotices(clock=services.clock)
+        # Kept in the store: every worker on the database enforces the same limits.
+        store, clock = services.store, services.clock
+        self._rate = RateLimiter(store, clock=clock)
+        self._rate_notices = NoticeGate(store, "rate", RATE_WINDOW_SECONDS, clock=clock)
+        self._budget_notices = NoticeGate(
+            store, "budget", BUDGET_NOTICE_INTERVAL_SECONDS, clock=clock
+        )
+        self._failure_notices = FailureNotices(store, clock=clock)
         self._backlog = AnswerBacklog()
         self._known_chats: set[tuple[str, str | None, str | None, bool]] = set()
         self._typing: set[asyncio.Task[None]] = set()
@@ -256,11 +260,11 @@ class Gateway:
     ) -> _Refusal | None:
         """Why this message gets no answer, if a limit applies; each is said once per window."""
         member = (message.chat_key, message.author_id)
-        if ingress.rate_limited(self._rate, message, settings):
+        if await ingress.rate_limited(self._rate, message, settings):
             return _Refusal(
                 f"{escape_markdown(message.author_name)}, you're sending messages faster than "
                 "I can answer; please slow down a little.",
-                say=self._rate_notices.first(member),
+                say=await self._rate_notices.first(member),
             )
         now = self.services.clock()
         if await budget_exceeded(
@@ -268,7 +272,7 @@ class Gateway:
         ):
             return _Refusal(
                 "This chat has used its token budget for today; I'll be back tomorrow (UTC).",
-                say=self._budget_notices.first((message.chat_key, utc_day(now))),
+                say=await self._budget_notices.first((message.chat_key, utc_day(now))),
             )
         return None
 
@@ -353,7 +357,7 @@ class Gateway:
                     services.metrics.send_failed(target.platform)
             else:
                 await self._send(adapter, target, reply, own_words=False)
-            self._failure_notices.recovered(message.chat_key)
+            await self._failure_notices.recovered(message.chat_key)
         elif stream is not None:
             await stream.abandon()
         if result.reply is None and result.error:
@@ -368,7 +372,7 @@ class Gateway:
     async def _notice_failure(
         self, adapter: Adapter, target: ReplyTarget, chat_key: str, text: str
     ) -> None:
-        await self._send(adapter, target, self._failure_notices.notice_for(chat_key, text))
+        await self._send(adapter, target, await self._failure_notices.notice_for(chat_key, text))
 
     async def is_admin(self, message: InboundMessage, adapter: Adapter) -> bool:
         operators = self.services.config.gateway.operators

@@ -106,10 +106,14 @@ def deliver(
     return Delivery(message, adapter, settings, command, addressed and row is not None, item)
 
 
-def rate_limited(limiter: RateLimiter, message: InboundMessage, settings: ChatSettings) -> bool:
+async def rate_limited(
+    limiter: RateLimiter, message: InboundMessage, settings: ChatSettings
+) -> bool:
     """The limits step for a group member asking faster than `user_rate_limit_per_minute`."""
+    if not message.is_group:
+        return False  # private chats never touch the shared rate window
     member = (message.chat_key, message.author_id)
-    return message.is_group and not limiter.allow(member, settings.user_rate_limit_per_minute)
+    return not await limiter.allow(member, settings.user_rate_limit_per_minute)
 
 
 class ChatOrder:

@@ -1,68 +1,66 @@
-"""Per-user message rate limits in groups and per-chat daily token budgets."""
+"""Per-member rate limits in groups, notice windows and per-chat daily token budgets.
+
+All of them are read from the store, so several workers on one database enforce one limit.
+"""
 
 from __future__ import annotations
 
 import datetime as dt
+import logging
 import time
-from collections import deque
-from collections.abc import Callable, Hashable
+from collections.abc import Callable
 
 from bot.store.base import Store
+from bot.store.shared_limits import RATE_WINDOW_SECONDS as RATE_WINDOW_SECONDS
+from bot.store.shared_limits import SharedLimits, limit_key
 
-RATE_WINDOW_SECONDS = 60.0
-# Forget idle keys after this many checks so a long-running process does not grow without bound.
-SWEEP_EVERY_CHECKS = 1_000
+log = logging.getLogger(__name__)
 
 
 class RateLimiter:
-    """Sliding one-minute window per key; `allow` records the attempt when it is allowed."""
+    """Sliding one-minute window per key, counted in the store so every worker shares it."""
 
-    def __init__(self, *, clock: Callable[[], float] = time.time) -> None:
+    def __init__(self, store: SharedLimits, *, clock: Callable[[], float] = time.time) -> None:
+        self._store = store
         self._clock = clock
-        self._hits: dict[Hashable, deque[float]] = {}
-        self._checks = 0
 
-    def allow(self, key: Hashable, per_minute: int) -> bool:
+    async def allow(self, key: tuple[str, ...], per_minute: int) -> bool:
+        """Records the attempt when it is allowed; a store that cannot answer allows it."""
         if per_minute <= 0:
             return True
-        now = self._clock()
-        hits = self._hits.setdefault(key, deque())
-        while hits and now - hits[0] >= RATE_WINDOW_SECONDS:
-            hits.popleft()
-        self._checks += 1
-        if self._checks % SWEEP_EVERY_CHECKS == 0:
-            self._sweep(now)
-        if len(hits) >= per_minute:
-            return False
-        hits.append(now)
-        return True
-
-    def _sweep(self, now: float) -> None:
-        idle = [k for k, v in self._hits.items() if not v or now - v[-1] >= RATE_WINDOW_SECONDS]
-        for key in idle:
-            del self._hits[key]
+        try:
+            return await self._store.rate_hit(limit_key(*key), per_minute, self._clock())
+        except Exception as err:
+            # The message is stored already: refusing it unanswered would drop a question.
+            log.warning("rate limit unavailable, allowing: %s", type(err).__name__)
+            return True
 
 
 class NoticeGate:
-    """Lets a refusal be said once per key per interval instead of to every refused message."""
+    """Lets a refusal be said once per key per interval, on all workers together."""
 
-    def __init__(self, interval_seconds: float, *, clock: Callable[[], float] = time.time) -> None:
+    def __init__(
+        self,
+        store: SharedLimits,
+        scope: str,
+        interval_seconds: float,
+        *,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self._store = store
+        self._scope = scope
         self._interval = interval_seconds
         self._clock = clock
-        self._said: dict[Hashable, float] = {}
-        self._checks = 0
 
-    def first(self, key: Hashable) -> bool:
+    async def first(self, key: tuple[str, ...]) -> bool:
         """True when nothing was said for `key` within the interval (and records saying it)."""
-        now = self._clock()
-        self._checks += 1
-        if self._checks % SWEEP_EVERY_CHECKS == 0:
-            self._said = {k: t for k, t in self._said.items() if now - t < self._interval}
-        last = self._said.get(key)
-        if last is not None and now - last < self._interval:
-            return False
-        self._said[key] = now
-        return True
+        try:
+            return await self._store.notice_first(
+                self._scope, limit_key(*key), self._interval, self._clock()
+            )
+        except Exception as err:
+            log.warning("notice window unavailable, saying it: %s", type(err).__name__)
+            return True
 
 
 def utc_day(timestamp: float | None = None) -> str:
@@ -73,7 +71,10 @@ def utc_day(timestamp: float | None = None) -> str:
 async def budget_exceeded(
     store: Store, chat_key: str, daily_tokens: int, *, now: float | None = None
 ) -> bool:
-    """True once today's prompt + completion tokens (replies and compression) reach the budget."""
+    """True once today's prompt + completion tokens (replies and compression) reach the budget.
+
+    Usage is read from the store each time, so it counts what every worker spent.
+    """
     if daily_tokens <= 0:
         return False
     today = utc_day(now)

@@ -81,6 +81,7 @@ class DurableWork:
         self._adapters = {p.name: cast(Adapter, p) for p in platforms}
         self._holder = holder_name()
         self._max_jobs = app.config.gateway.max_concurrent_chats
+        self._lease_seconds = app.config.gateway.turn_lease_seconds
         self._metrics = app.metrics
         self._wakeup: WorkWakeup | None = None
         self._tasks: list[asyncio.Task[None]] = []
@@ -95,6 +96,7 @@ class DurableWork:
             self._adapters,
             holder=self._holder,
             max_jobs=self._max_jobs,
+            lease_seconds=self._lease_seconds,
             on_finished=sends_wake,
         )
         sender = OutboxSender(self._store.outbox(), self._adapters, self._metrics, self._holder)

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+from pathlib import Path
 
 from bot import chat_settings
 from bot.config import Config
 from bot.ingress import ChatOrder, allowed, deliver, rate_limited, scope_user, stored_row
 from bot.limits import RateLimiter
+from bot.store import SqliteStore
 from compression.tokens import counter_for
 from tests.harness import RecordingAdapter, group_message
 
@@ -72,13 +74,15 @@ def test_deliver_routes_our_commands_without_storing_them() -> None:
     assert delivery.item.message is None
 
 
-def test_rate_limit_applies_to_group_members_only() -> None:
-    limiter = RateLimiter(clock=lambda: 0.0)
-    strict = settings(user_rate_limit_per_minute="1")
-    message = group_message("hi")
-    assert not rate_limited(limiter, message, strict)
-    assert rate_limited(limiter, message, strict)
-    assert not rate_limited(limiter, dataclasses.replace(message, is_group=False), strict)
+async def test_rate_limit_applies_to_group_members_only(tmp_path: Path) -> None:
+    async with SqliteStore(tmp_path / "limits.db") as store:
+        limiter = RateLimiter(store, clock=lambda: 0.0)
+        strict = settings(user_rate_limit_per_minute="1")
+        message = group_message("hi")
+        assert not await rate_limited(limiter, message, strict)
+        assert await rate_limited(limiter, message, strict)
+        private = dataclasses.replace(message, is_group=False)
+        assert not await rate_limited(limiter, private, strict)
 
 
 async def test_chat_order_serialises_one_chat_and_frees_idle_chats() -> None:

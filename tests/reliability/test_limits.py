@@ -7,6 +7,7 @@ from pathlib import Path
 
 from bot.app import App
 from bot.limits import RATE_WINDOW_SECONDS, NoticeGate
+from bot.store import SqliteStore
 from tests.harness import RecordingAdapter, group_message, make_config
 from tests.reliability.rig import EchoLLM
 
@@ -78,11 +79,14 @@ async def test_chat_over_its_daily_token_budget_is_told_once_and_the_model_is_no
         assert len(await stored_user_texts(app)) == 5
 
 
-def test_notice_gate_says_each_key_once_per_interval() -> None:
+async def test_notice_gate_says_each_key_once_per_interval(tmp_path: Path) -> None:
     clock = Clock()
-    gate = NoticeGate(60.0, clock=clock)
-    assert gate.first("a") and not gate.first("a") and gate.first("b")
-    clock.now += 59.9
-    assert not gate.first("a")
-    clock.now += 0.1
-    assert gate.first("a")
+    async with SqliteStore(tmp_path / "limits.db") as store:
+        gate = NoticeGate(store, "rate", 60.0, clock=clock)
+        assert await gate.first(("a",))
+        assert not await gate.first(("a",))
+        assert await gate.first(("b",))
+        clock.now += 59.5
+        assert not await gate.first(("a",))
+        clock.now += 0.5
+        assert await gate.first(("a",))
