@@ -143,7 +143,7 @@ class DurableGateway(Gateway):
         except Exception:
             # A turn that breaks in an unexpected way still leaves the asker a notice.
             log.exception("turn failed (chat=%s)", message.chat_key)
-            notice = self._failure_notices.notice_for(message.chat_key, TURN_FAILED)
+            notice = await self._failure_notices.notice_for(message.chat_key, TURN_FAILED)
             outcome.says.append(say_to(target, await self._localized(target, notice)))
             timer.finished(answered=False)
             return outcome
@@ -158,9 +158,9 @@ class DurableGateway(Gateway):
             row = {"role": "assistant", "content": reply}
             outcome.replies.append(NewMessage.from_openai(row, services.counter.count_message(row)))
             outcome.says.append(say_to(target, reply))
-            self._failure_notices.recovered(message.chat_key)
+            await self._failure_notices.recovered(message.chat_key)
         elif result.error:
-            notice = self._failure_notices.notice_for(message.chat_key, result.error)
+            notice = await self._failure_notices.notice_for(message.chat_key, result.error)
             outcome.says.append(say_to(target, await self._localized(target, notice)))
         timer.finished(answered=result.reply is not None)
         return outcome
