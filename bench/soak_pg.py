@@ -20,97 +20,23 @@ import sys
 import tempfile
 import time
 from collections.abc import AsyncIterator
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import asyncpg
 
-from bench.soak_pg_checks import Verdict, answered_keys, verify
+from bench.soak_pg_checks import answered_keys, verify
 from bench.soak_pg_feed import Deliveries, ModelResponder, messages
-from bench.soak_pg_fleet import Fleet, Proc, fleet, poll_until
+from bench.soak_pg_fleet import Fleet, fleet, poll_until
+from bench.soak_pg_kills import kill_loop, leader_appears
+from bench.soak_pg_plan import FULL, QUICK, SEED, Chaos, Plan, Throughput
 from bench.soak_pg_report import render
 from bench.soak_pg_setup import Servers, database, servers
 from bot.store import PostgresStore
 
-LEADER_WAIT_SECONDS = 15.0
 PROGRESS_SECONDS = 15.0
 LATE_DUPLICATE_SECONDS = 1.0
-SEED = 20261214
 
 log = logging.getLogger("bench.soak_pg")
-
-
-@dataclass(frozen=True, slots=True)
-class Plan:
-    chats: int
-    per_chat: int
-    feed_seconds: float  # the deliveries are spread over about this long
-    min_kills: int
-    kill_every: tuple[float, float] = (2.0, 5.0)
-    leader_kill_every: int = 4  # every this-many-th kill (the first included) hits the leader
-    workers: int = 3
-    addressed_every: int = 5
-    duplicate_share: float = 0.05
-    max_latency: float = 0.5
-    context_length: int = 4_000
-    drain_seconds: float = 240.0
-    # Throughput at a fixed model latency, no kills: chats × turns per chat, per worker count.
-    throughput_workers: tuple[int, ...] = (1, 2, 3)
-    throughput_chats: int = 200
-    throughput_turns: int = 3
-    fixed_latency: float = 0.2
-
-
-FULL = Plan(chats=200, per_chat=50, feed_seconds=100.0, min_kills=24)
-QUICK = Plan(
-    chats=20,
-    per_chat=10,
-    feed_seconds=12.0,
-    min_kills=4,
-    kill_every=(1.5, 3.0),
-    leader_kill_every=2,
-    drain_seconds=180.0,
-    throughput_workers=(1, 3),
-    throughput_chats=30,
-    throughput_turns=2,
-)
-
-
-@dataclass(frozen=True, slots=True)
-class Kill:
-    at: float  # seconds into the run
-    why: str  # leader | compaction | random
-    turns: int  # turn jobs it held
-    compactions: int  # compaction leases it held
-    sends: int  # outbox rows it was sending
-
-
-@dataclass(slots=True)
-class Chaos:
-    plan: Plan
-    kills: list[Kill] = field(default_factory=list)
-    leader_gaps: list[float] = field(default_factory=list)
-    leaderless: int = 0  # leader kills after which no new leader showed up in time
-    first_leader: bool = False
-    verdict: Verdict | None = None
-    deliveries: Deliveries | None = None
-    model: ModelResponder | None = None
-    exit_codes: list[int] = field(default_factory=list)
-    feed_seconds: float = 0.0
-    wall: float = 0.0
-    error: str | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class Throughput:
-    workers: int
-    turns: int
-    seconds: float  # from every worker ready to the last answer
-    answered: int  # answers sent in that window
-
-    @property
-    def rate(self) -> float:
-        return self.answered / self.seconds if self.seconds > 0 else 0.0
 
 
 async def chaos(plan: Plan, workdir: Path) -> Chaos:
@@ -123,13 +49,23 @@ async def chaos(plan: Plan, workdir: Path) -> Chaos:
         database() as dsn,
         PostgresStore(dsn) as store,
         _pool(dsn) as pool,
-        servers(workdir, dsn, out.model, plan.context_length) as edge,
+        servers(
+            workdir,
+            dsn,
+            out.model,
+            context_length=plan.context_length,
+            protect_last_n=plan.protect_last_n,
+            turn_lease_seconds=plan.turn_lease_seconds,
+        ) as edge,
         fleet(workdir, edge.env) as procs,
     ):
         out.deliveries = deliveries = Deliveries(edge.hook_url, edge.telegram)
         try:
             await _start(procs, plan.workers)
-            out.first_leader = await _leader_appears(procs)
+            out.first_leader = await leader_appears(procs)
+            if not out.first_leader:
+                log.warning("no worker logged that it leads: is leadership wired to workers?")
+            feed_started = time.monotonic()
             feeding = asyncio.create_task(
                 deliveries.feed(
                     chats,
@@ -140,9 +76,9 @@ async def chaos(plan: Plan, workdir: Path) -> Chaos:
             )
             progress = asyncio.create_task(_progress(out, edge, pool, started))
             try:
-                await _kill_loop(procs, plan, rng, pool, feeding, out, started)
+                await kill_loop(procs, plan, rng, pool, feeding, out, started)
                 await feeding
-                out.feed_seconds = deliveries.done_at - started
+                out.feed_seconds = deliveries.done_at - feed_started
                 await procs.until_ready(procs.alive("worker"))
                 drained = await _drained(pool, plan.drain_seconds)
             finally:
@@ -150,7 +86,7 @@ async def chaos(plan: Plan, workdir: Path) -> Chaos:
             if not drained:
                 out.error = f"queues not drained {plan.drain_seconds:.0f} s after the last kill"
             await asyncio.sleep(LATE_DUPLICATE_SECONDS)  # a duplicate send would show up now
-            out.wall = time.monotonic() - started
+            out.wall = time.monotonic() - feed_started
             for proc in [p for p in procs.procs if p.alive]:
                 out.exit_codes.append(await procs.stop(proc))
             out.verdict = await verify(store, pool, chats, deliveries.ids, edge.telegram.sent_log)
@@ -165,96 +101,6 @@ async def _start(procs: Fleet, workers: int) -> None:
     await procs.until_ready([ingress])
     started = [await procs.spawn("worker") for _ in range(workers)]
     await procs.until_ready(started)
-
-
-async def _leader_appears(procs: Fleet) -> bool:
-    deadline = time.monotonic() + LEADER_WAIT_SECONDS
-    while procs.leader() is None:
-        if time.monotonic() > deadline:
-            log.warning("no worker logged %r: leadership is not wired to the workers", "leading")
-            return False
-        await asyncio.sleep(0.05)
-    return True
-
-
-async def _kill_loop(
-    procs: Fleet,
-    plan: Plan,
-    rng: random.Random,
-    pool: asyncpg.Pool,
-    feeding: asyncio.Task[None],
-    out: Chaos,
-    started: float,
-) -> None:
-    """Kill a worker every few seconds until the feed is done and enough kills were made."""
-    while not feeding.done() or len(out.kills) < plan.min_kills:
-        await asyncio.sleep(rng.uniform(*plan.kill_every))
-        procs.scan()
-        ready = [p for p in procs.alive("worker") if p.ready]
-        if not ready:
-            continue
-        held = await _holdings(pool)
-        victim, why = _choose(ready, held, len(out.kills), plan, rng)
-        turns, compactions, sends = held.get(victim.pid, (0, 0, 0))
-        killed_at = time.time()
-        await procs.kill(victim)
-        out.kills.append(Kill(time.monotonic() - started, why, turns, compactions, sends))
-        await procs.spawn("worker")
-        if why == "leader":
-            gap = await _new_leader(procs, victim, killed_at)
-            if gap is None:
-                out.leaderless += 1
-            else:
-                out.leader_gaps.append(gap)
-
-
-def _choose(
-    ready: list[Proc],
-    held: dict[int, tuple[int, int, int]],
-    index: int,
-    plan: Plan,
-    rng: random.Random,
-) -> tuple[Proc, str]:
-    leader = next((p for p in ready if p.leading), None)
-    if leader is not None and index % plan.leader_kill_every == 0:
-        return leader, "leader"
-    compacting = [p for p in ready if held.get(p.pid, (0, 0, 0))[1]]
-    if compacting and rng.random() < 0.5:
-        return rng.choice(compacting), "compaction"
-    return rng.choice(ready), "random"
-
-
-async def _holdings(pool: asyncpg.Pool) -> dict[int, tuple[int, int, int]]:
-    """Per worker pid: turn jobs, compaction leases and sends it holds (holders are
-    `host:pid:…`)."""
-    queries = (
-        "SELECT split_part(holder, ':', 2) AS pid, count(*) AS n FROM turn_inbox"
-        " WHERE state = 'doing' GROUP BY 1",
-        "SELECT split_part(holder, ':', 2) AS pid, count(*) AS n FROM compression_locks GROUP BY 1",
-        "SELECT split_part(holder, ':', 2) AS pid, count(*) AS n FROM reply_outbox"
-        " WHERE state = 'sending' GROUP BY 1",
-    )
-    held: dict[int, list[int]] = {}
-    async with pool.acquire() as conn:
-        for column, sql in enumerate(queries):
-            for r in await conn.fetch(sql):
-                if str(r["pid"]).isdigit():
-                    held.setdefault(int(r["pid"]), [0, 0, 0])[column] = int(r["n"])
-    return {pid: (a, b, c) for pid, (a, b, c) in held.items()}
-
-
-async def _new_leader(procs: Fleet, victim: Proc, killed_at: float) -> float | None:
-    """Seconds from the leader's SIGKILL until another worker logged that it leads."""
-    deadline = time.monotonic() + LEADER_WAIT_SECONDS
-    while time.monotonic() < deadline:
-        procs.scan()
-        taken = [
-            t for p in procs.procs if p is not victim for t in p.led_at if t >= killed_at - 0.001
-        ]
-        if taken:
-            return max(min(taken) - killed_at, 0.0)
-        await asyncio.sleep(0.05)
-    return None
 
 
 async def _drained(pool: asyncpg.Pool, seconds: float) -> bool:
@@ -304,7 +150,14 @@ async def throughput(plan: Plan, workers: int, workdir: Path) -> Throughput:
     total = plan.throughput_chats * plan.throughput_turns
     async with (
         database() as dsn,
-        servers(workdir, dsn, responder, 8_000) as edge,
+        servers(
+            workdir,
+            dsn,
+            responder,
+            context_length=8_000,
+            protect_last_n=plan.protect_last_n,
+            turn_lease_seconds=plan.turn_lease_seconds,
+        ) as edge,
         fleet(workdir, edge.env) as procs,
     ):
         ingress = await procs.spawn("ingress")

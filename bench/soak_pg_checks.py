@@ -48,6 +48,7 @@ class Verdict:
     unknown_delivered: int = 0
     unknown_unanswered: int = 0
     other_sends: int = 0  # notices (e.g. hygiene at the hard limit), not answers
+    other_texts: Counter[str] = field(default_factory=Counter)  # their first words
     sessions: int = 0
     compactions: int = 0
     summary_rows: int = 0
@@ -166,15 +167,14 @@ def _check_replies(
     order: dict[int, list[int]] = defaultdict(list)
     for sent in sent_log:
         target = reply_to(sent)
-        if target is None or target not in question:
+        tag = ANSWER.search(sent.text)
+        if target is None or target not in question or tag is None:
             v.other_sends += 1
+            v.other_texts[sent.text[:48]] += 1
+            if target in question:
+                notices[target].append(sent.text)
             continue
         c, n = question[target]
-        tag = ANSWER.search(sent.text)
-        if tag is None:
-            notices[target].append(sent.text)
-            v.other_sends += 1
-            continue
         answers[target].append(sent.text)
         order[c].append(n)
         if (int(tag.group(1)), int(tag.group(2))) != (c, n):

@@ -21,8 +21,6 @@ from tests.harness import endpoint_env
 REPO_ROOT = Path(__file__).resolve().parents[1]
 # Settings from the caller's environment that would point the bot elsewhere.
 _FOREIGN_PREFIXES = ("OPENAI_", "COMPACTBOT_", "TELEGRAM_", "DISCORD_")
-# Every chat's regulars ask often: the per-user rate limit would refuse the soak's questions.
-_CONFIG = {"gateway": {"user_rate_limit_per_minute": 0}}
 
 
 class NoDatabase(Exception):
@@ -61,11 +59,22 @@ def free_port() -> int:
 
 @contextlib.asynccontextmanager
 async def servers(
-    workdir: Path, dsn: str, responder: ModelResponder, context_length: int
+    workdir: Path,
+    dsn: str,
+    responder: ModelResponder,
+    *,
+    context_length: int,
+    protect_last_n: int,
+    turn_lease_seconds: float,
 ) -> AsyncIterator[Servers]:
     """The fakes on 127.0.0.1 and the environment every bot process of the run gets."""
     config = workdir / "soak-config.yaml"
-    config.write_text(yaml.safe_dump(_CONFIG))
+    settings = {
+        # Every chat's regulars ask often: the per-user limit would refuse the soak's questions.
+        "gateway": {"user_rate_limit_per_minute": 0, "turn_lease_seconds": turn_lease_seconds},
+        "compression": {"protect_last_n": protect_last_n},
+    }
+    config.write_text(yaml.safe_dump(settings))
     port = free_port()
     async with FakeTelegram() as telegram, FakeOpenAI(responder) as model:
         telegram.can_read_all_group_messages = True  # privacy off: the group's talk arrives

@@ -1,0 +1,43 @@
+"""A tiny run of the PostgreSQL chaos soak (`make soak-pg`, bench/soak_pg.py), every check on.
+
+Three real `compactbot worker` processes and a `compactbot ingress` on a fresh schema, webhook
+deliveries with duplicates, compactions, and SIGKILLs aimed at the leader and at workers
+holding a turn; the end checks must all hold.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from bench.soak_pg import chaos
+from bench.soak_pg_plan import Plan
+from bench.soak_pg_report import render
+from tests import postgres_server
+
+TINY = Plan(
+    chats=6,
+    per_chat=12,
+    feed_seconds=6.0,
+    min_kills=3,
+    kill_every=(0.5, 1.5),
+    leader_kill_every=3,
+    context_length=1_500,
+    drain_seconds=90.0,
+    # The send lease would hold a chat's replies for two minutes after a kill mid-send.
+    spare_senders=True,
+    turn_lease_seconds=5.0,
+    require_mid_compaction=False,
+    throughput_workers=(),
+)
+
+
+async def test_tiny_chaos_soak_loses_duplicates_and_reorders_nothing(tmp_path: Path) -> None:
+    postgres_server.require_server()
+
+    outcome = await chaos(TINY, tmp_path)
+
+    section = render(outcome, [])
+    missed = [f"{t.name}: {t.measured} (wanted {t.wanted})" for t in section.targets if not t.met]
+    assert not missed, "\n".join([*missed, *section.body])
+    assert outcome.verdict is not None and outcome.verdict.answered == 6 * 12 // 5
+    assert outcome.deliveries is not None and outcome.deliveries.duplicates > 0
