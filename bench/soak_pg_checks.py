@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 from collections import Counter, defaultdict
 from collections.abc import Mapping, Sequence
@@ -10,13 +11,14 @@ from typing import Any
 
 import asyncpg
 
-from bench.soak import _is_copy_chain
 from bench.soak_pg_feed import ANSWER, Message, chat_id_of
 from bot.events import chat_key
 from bot.store import PostgresStore
 from tests.fakes.telegram_server import SentMessage
 
 CHANGED = ("compressed", "fallback")
+# Head rows a first compaction keeps (compression.protect_first_n) go just before its summary.
+HEAD_COPIES = 3
 
 _SESSIONS_SQL = """
 SELECT s.id, s.chat_key, s.compression_count, s.active_tokens, s.active_messages,
@@ -36,6 +38,9 @@ class Verdict:
     stored_out_of_order: list[str] = field(default_factory=list)
     replies_duplicated: list[str] = field(default_factory=list)
     replies_wrong: list[str] = field(default_factory=list)
+    # Questions a compaction summarized before their turn ran: the runner then answers from
+    # the whole transcript (bot/runner.py `_turn_rows`), whose newest message is a later one.
+    answered_from_whole: list[str] = field(default_factory=list)
     replies_out_of_order: list[str] = field(default_factory=list)
     unanswered: list[str] = field(default_factory=list)
     answered_with_notice: list[str] = field(default_factory=list)
@@ -96,8 +101,11 @@ async def _check_stored(
         return
     c = row[0].chat
     history = await store.load_history(chat_key("telegram", str(chat_id_of(c))))
+    # Places among the chat's rows: every writer of a session holds its row lock while it
+    # inserts, so a compaction's rows are adjacent here though ids of other chats interleave.
+    place = {m.id: i for i, m in enumerate(sorted(history, key=lambda r: r.id))}
     users = [m for m in history if m.role == "user" and m.kind == "message"]
-    summaries = sorted(m.id for m in history if m.kind == "summary")
+    summaries = sorted(place[m.id] for m in history if m.kind == "summary")
     chains: dict[str, list[Any]] = defaultdict(list)
     for stored in sorted(users, key=lambda r: r.id):
         chains[stored.platform_message_id or "?"].append(stored)
@@ -111,10 +119,24 @@ async def _check_stored(
         originals.append((chain[0].id, message.n))
         if any(not stored.text.endswith(message.body) for stored in chain):
             v.stored_lost.append(f"{name} (text changed)")
-        if not _is_copy_chain(chain, summaries):
+        if not _is_copy_chain([(place[r.id], r) for r in chain], summaries):
             v.stored_duplicated.append(name)
     if [n for _, n in sorted(originals)] != sorted(n for _, n in originals):
         v.stored_out_of_order.append(f"chat {c}")
+
+
+def _is_copy_chain(chain: Sequence[tuple[int, Any]], summaries: Sequence[int]) -> bool:
+    """(place, row)s of one message: all but the newest archived by a compaction, and each
+    later row written by one (a summary between the previous row and it, or just after it)."""
+    rows = [row for _, row in chain]
+    if sum(row.active for row in rows) > 1:
+        return False
+    if any(row.active or not row.compacted for row in rows[:-1]):
+        return False
+    return all(
+        any(previous < s <= current + HEAD_COPIES for s in summaries)
+        for (previous, _), (current, _) in itertools.pairwise(chain)
+    )
 
 
 async def _check_queues(conn: Any, v: Verdict) -> None:
@@ -136,8 +158,10 @@ async def _unknown_rows(conn: Any) -> list[tuple[int | None, str]]:
 async def _check_sessions(store: PostgresStore, conn: Any, v: Verdict) -> None:
     """Each committed compaction counted once in the session's state, with one summary row;
     the running totals equal a recount of the active rows."""
-    for r in await conn.fetch("SELECT outcome, count(*) AS n FROM compression_events GROUP BY 1"):
-        v.events[r["outcome"]] = int(r["n"])
+    for r in await conn.fetch(
+        "SELECT trigger, outcome, count(*) AS n FROM compression_events GROUP BY 1, 2"
+    ):
+        v.events[f"{r['trigger']} {r['outcome']}"] = int(r["n"])
     for s in await conn.fetch(_SESSIONS_SQL, list(CHANGED)):
         v.sessions += 1
         v.compactions += int(s["changed"])
@@ -177,7 +201,10 @@ def _check_replies(
         c, n = question[target]
         answers[target].append(sent.text)
         order[c].append(n)
-        if (int(tag.group(1)), int(tag.group(2))) != (c, n):
+        named = (int(tag.group(1)), int(tag.group(2)))
+        if named[0] == c and named[1] > n:
+            v.answered_from_whole.append(f"chat {c} #{n} answered with {tag.group(0)}")
+        elif named != (c, n):
             v.replies_wrong.append(f"chat {c} #{n} answered with {tag.group(0)}")
     delivered = {(q, text) for q, texts in answers.items() for text in texts}
     unknown_questions = {q for q, _ in unknown}

@@ -42,6 +42,7 @@ def render(chaos: Chaos, rates: Sequence[Throughput]) -> Section:
         ("stored out of order", v.stored_out_of_order),
         ("replies duplicated", v.replies_duplicated),
         ("wrong answers", v.replies_wrong),
+        ("answered from the whole transcript", v.answered_from_whole),
         ("replies out of order", v.replies_out_of_order),
         ("unanswered", v.unanswered),
         ("answered with a notice", v.answered_with_notice),
@@ -138,7 +139,11 @@ def _chaos_rows(chaos: Chaos, v: Verdict) -> list[list[str]]:
             "new leader after the leader's kill (each)",
             ", ".join(f"{g:.1f} s" for g in gaps) if gaps else "no leader seen",
         ],
-        ["addressed messages / answered", f"{v.addressed:,} / {v.answered:,}"],
+        [
+            "addressed messages / answered (of which from the whole transcript: question"
+            " summarized before its turn ran)",
+            f"{v.addressed:,} / {v.answered:,} ({len(v.answered_from_whole)})",
+        ],
         [
             "sends of unknown outcome (worker died mid-send; delivered / not delivered)",
             f"{v.unknown_sends} ({v.unknown_delivered} / {v.unknown_sends - v.unknown_delivered})",
@@ -153,7 +158,7 @@ def _chaos_rows(chaos: Chaos, v: Verdict) -> list[list[str]]:
             f"{chaos.model.turns:,} / {chaos.model.summaries:,}" if chaos.model else "–",
         ],
         [
-            "compaction events",
+            "compaction events (trigger outcome)",
             ", ".join(f"{k} {n}" for k, n in sorted(v.events.items())) or "none",
         ],
         [
