@@ -36,6 +36,7 @@ from bot.events import (
     InboundMessage,
     ReplyTarget,
 )
+from bot.identify_pacing import IdentifyPacing
 from bot.lanes import LaneScheduler
 from bot.plugins import RUN, Role
 from bot.streaming import PacedStream, ReplyStream
@@ -106,6 +107,13 @@ class _Client(discord.Client):
 class _ShardedClient(_Client, discord.AutoShardedClient):
     """A worker's client: the shards `compactbot worker --shards` assigns it (SPEC 15)."""
 
+    async def before_identify_hook(self, shard_id: int | None, *, initial: bool = False) -> None:
+        pacing = self.platform.identify_pacing
+        if pacing is None:
+            await super().before_identify_hook(shard_id, initial=initial)
+            return
+        await pacing.before_identify()  # spaced across every worker, the first one too
+
 
 class DiscordPlatform:
     """The Discord adapter and its lifecycle: `start()` returns once the client is ready."""
@@ -120,6 +128,7 @@ class DiscordPlatform:
         *,
         client_options: dict[str, Any] | None = None,
         shards: tuple[tuple[int, ...], int] | None = None,
+        identify_pacing: IdentifyPacing | None = None,
     ) -> None:
         if config.discord.token is None:
             raise ValueError("DiscordPlatform needs discord.token (DISCORD_BOT_TOKEN)")
@@ -128,6 +137,7 @@ class DiscordPlatform:
         self._gateway = gateway
         self._client_options = dict(client_options or {})
         self._client_class = _Client
+        self.identify_pacing = identify_pacing
         if shards is not None:
             self._client_class = _ShardedClient
             self._client_options |= {"shard_ids": list(shards[0]), "shard_count": shards[1]}
@@ -191,6 +201,8 @@ class DiscordPlatform:
                 task.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
+        if self.identify_pacing is not None:
+            await self.identify_pacing.close()
 
     async def setup_commands(self, tree: app_commands.CommandTree[Any]) -> None:
         """Register the slash commands and sync them; a failed sync leaves text commands working."""
@@ -438,7 +450,11 @@ def platform_from_config(
     """
     if config.discord.token is None or role.name == "ingress":
         return None
+    if role.name == "run":
+        return DiscordPlatform(config, gateway)
     shards = None
     if role.shard_ids is not None and role.shard_count is not None:
         shards = (role.shard_ids, role.shard_count)
-    return DiscordPlatform(config, gateway, shards=shards)
+    # Workers are on PostgreSQL (`compactbot worker` checked); their identifies share one pace.
+    pacing = IdentifyPacing(config.storage.database)
+    return DiscordPlatform(config, gateway, shards=shards, identify_pacing=pacing)
