@@ -12,7 +12,7 @@ import aiohttp
 import discord
 from discord import app_commands
 
-from adapters.discord_changes import on_raw_delete, on_raw_edit
+from adapters.discord_client import PlatformClient, ShardedClient
 from adapters.discord_gating import (
     PLATFORM,
     ignore_reason,
@@ -77,44 +77,6 @@ class MessageGateway(Protocol):
     async def handle(self, message: InboundMessage, adapter: Adapter) -> None: ...
 
 
-class _Client(discord.Client):
-    """A discord.Client whose events go to its platform; the tree holds the slash commands."""
-
-    def __init__(self, platform: DiscordPlatform, **options: Any) -> None:
-        intents = discord.Intents.default()
-        intents.message_content = True  # privileged: enable it in the developer portal
-        super().__init__(intents=intents, **options)
-        self.platform = platform
-        self.tree = app_commands.CommandTree(self)
-
-    async def setup_hook(self) -> None:
-        await self.platform.setup_commands(self.tree)
-
-    async def on_ready(self) -> None:
-        name = self.user.name if self.user else "?"
-        log.info("discord: connected as %s, %d guilds", name, len(self.guilds))
-
-    async def on_message(self, message: discord.Message) -> None:
-        self.platform.on_message(message)
-
-    async def on_raw_message_edit(self, payload: discord.RawMessageUpdateEvent) -> None:
-        await on_raw_edit(self, self.platform.services, payload)
-
-    async def on_raw_message_delete(self, payload: discord.RawMessageDeleteEvent) -> None:
-        await on_raw_delete(self, self.platform.services, payload)
-
-
-class _ShardedClient(_Client, discord.AutoShardedClient):
-    """A worker's client: the shards `compactbot worker --shards` assigns it (SPEC 15)."""
-
-    async def before_identify_hook(self, shard_id: int | None, *, initial: bool = False) -> None:
-        pacing = self.platform.identify_pacing
-        if pacing is None:
-            await super().before_identify_hook(shard_id, initial=initial)
-            return
-        await pacing.before_identify()  # spaced across every worker, the first one too
-
-
 class DiscordPlatform:
     """The Discord adapter and its lifecycle: `start()` returns once the client is ready."""
 
@@ -136,12 +98,12 @@ class DiscordPlatform:
         self._token = config.discord.token
         self._gateway = gateway
         self._client_options = dict(client_options or {})
-        self._client_class = _Client
+        self._client_class = PlatformClient
         self.identify_pacing = identify_pacing
         if shards is not None:
-            self._client_class = _ShardedClient
+            self._client_class = ShardedClient
             self._client_options |= {"shard_ids": list(shards[0]), "shard_count": shards[1]}
-        self._client: _Client | None = None
+        self._client: PlatformClient | None = None
         self._task: asyncio.Task[None] | None = None
         self._interactions = PendingInteractions()
         # discord.py runs each event in its own task; this queues a channel's events in the
