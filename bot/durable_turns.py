@@ -76,6 +76,10 @@ class TurnConsumer:
         finally:
             await self._hand_back()
 
+    async def join(self) -> None:
+        """Wait for the jobs running now (tests, and callers driving `claim_and_start`)."""
+        await asyncio.gather(*(task for _job, task in list(self._running.values())))
+
     async def claim_and_start(self) -> int:
         free = self._max_jobs - len(self._running)
         jobs = await self._inbox.claim(
