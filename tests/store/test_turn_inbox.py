@@ -176,3 +176,19 @@ async def test_a_worker_claims_only_chats_of_platforms_it_can_answer_on(pg: Post
     assert job.chat_key == "telegram:1"
     [other] = await pg.inbox().claim("w2", 10, TTL, ("discord",))
     assert other.chat_key == "discord:7"
+
+
+async def test_old_finished_jobs_and_settled_replies_are_pruned(
+    pg: PostgresStore, clock: ManualClock
+) -> None:
+    await pg.ingest([question("telegram:1", 1, "a"), question("telegram:1", 2, "b")])
+    inbox, outbox = pg.inbox(), pg.outbox()
+    [job] = await inbox.claim("w1", 10, TTL, PLATFORMS)
+    await inbox.finish(job, says=[say("answer")])
+    clock.advance(100)
+    assert await inbox.prune(keep_seconds=50) == 0  # its reply is not settled yet
+    [row] = await outbox.claim("w1", 10, TTL, PLATFORMS)
+    await outbox.settle(row.id, "w1", "sent")
+    assert await inbox.prune(keep_seconds=50) == 1
+    assert await outbox.states() == {}
+    assert await inbox.unfinished() == 1  # the chat's next question stays
