@@ -20,6 +20,7 @@ from adapters.discord_gating import (
     message_facts,
     to_inbound,
 )
+from adapters.discord_http import TOO_MANY_REQUESTS, rate_limit_trace
 from adapters.discord_media import download_attachment
 from adapters.discord_slash import (
     PRIVATE_REPLY_COMMANDS,
@@ -43,7 +44,6 @@ from bot.streaming import PacedStream, ReplyStream
 
 if TYPE_CHECKING:
     from bot.config import Config
-    from bot.metrics import Metrics
     from bot.services import Services
 
 log = logging.getLogger(__name__)
@@ -57,7 +57,6 @@ MEMBER_LOOKUP_TIMEOUT_SECONDS = 10.0
 # Our retries on top of discord.py's: for transport errors and 5xx that outlived its retries.
 SEND_RETRY_BACKOFF_SECONDS = (1.0, 3.0)
 SERVER_ERROR_STATUS = 500
-TOO_MANY_REQUESTS = 429  # only reaches us without Discord's `Via` header (a Cloudflare limit)
 
 # Channels whose events are stored at once; a channel's own events always go one at a time.
 INBOUND_CHANNELS_CONCURRENT = 64
@@ -120,7 +119,7 @@ class DiscordPlatform:
         """Log in and connect; raise if the client fails or is not ready in time."""
         if self._task is not None:
             return
-        trace = _rate_limit_trace(self._gateway.services.metrics)
+        trace = rate_limit_trace(self._gateway.services.metrics)
         client = self._client_class(self, **{"http_trace": trace, **self._client_options})
         self._client = client
         self._task = asyncio.create_task(
@@ -224,17 +223,24 @@ class DiscordPlatform:
 
     async def send(self, target: ReplyTarget, text: str) -> None:
         """Chunks of at most 2000 characters that ping nobody; the first replies to the trigger."""
+        await self._send(target, text, None)
+
+    async def send_once(self, target: ReplyTarget, text: str, nonce: str) -> None:
+        """`send` whose chunks carry nonces: Discord drops a repeat of any of them (outbox)."""
+        await self._send(target, text, nonce)
+
+    async def _send(self, target: ReplyTarget, text: str, nonce: str | None) -> None:
         chunks = [c for c in discord_chunks(neutralize_mass_mentions(text)) if c.strip()]
         interaction = self._interactions.get(target.reply_to_message_id)
         reference = None if interaction else self._reference(target)
-        for chunk in chunks:
+        for part, chunk in enumerate(chunks):
             if interaction is not None and await self._followup(interaction, target, chunk):
                 continue
             if interaction is not None and interaction.extras.get(PRIVATE_EXTRA):
                 # Meant for the asker only: never posted to the whole channel instead.
                 raise DeliveryError("private slash reply could not be delivered")
             interaction = None  # its webhook is gone: the rest goes to the channel
-            await self._deliver(target, chunk, reference)
+            await self._deliver(target, chunk, reference, f"{nonce}.{part}" if nonce else None)
             reference = None
 
     def open_stream(self, target: ReplyTarget, *, is_group: bool) -> ReplyStream | None:
@@ -315,7 +321,11 @@ class DiscordPlatform:
         )
 
     async def _deliver(
-        self, target: ReplyTarget, chunk: str, reference: discord.MessageReference | None
+        self,
+        target: ReplyTarget,
+        chunk: str,
+        reference: discord.MessageReference | None,
+        nonce: str | None = None,
     ) -> None:
         """One chunk to the channel, retried on transient failures, else DeliveryError."""
         channel = self._channel(target)
@@ -323,6 +333,8 @@ class DiscordPlatform:
         reply: dict[str, Any] = (
             {"reference": reference, "mention_author": False} if reference else {}
         )
+        if nonce is not None:  # discord.py sends enforce_nonce with it
+            reply["nonce"] = nonce
         for delay in (*SEND_RETRY_BACKOFF_SECONDS, None):
             try:
                 await asyncio.wait_for(
@@ -366,30 +378,6 @@ class DiscordPlatform:
             )
             return False
         return True
-
-
-def _rate_limit_trace(metrics: Metrics) -> aiohttp.TraceConfig:
-    """Count every 429 and its Retry-After: discord.py waits them out without telling us."""
-    trace = aiohttp.TraceConfig()
-
-    async def on_request_end(
-        session: aiohttp.ClientSession,
-        context: object,
-        params: aiohttp.TraceRequestEndParams,
-    ) -> None:
-        if params.response.status == TOO_MANY_REQUESTS:
-            seconds = _seconds(params.response.headers.get("Retry-After"))
-            metrics.retry_after_waited(PLATFORM, seconds)
-
-    trace.on_request_end.append(on_request_end)
-    return trace
-
-
-def _seconds(value: str | None) -> float:
-    try:
-        return max(float(value or 0), 0.0)
-    except ValueError:
-        return 0.0
 
 
 def _report_client_exit(task: asyncio.Task[None]) -> None:

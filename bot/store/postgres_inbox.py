@@ -39,6 +39,8 @@ WHERE id IN (
 )
 RETURNING id, lane, chat_key, kind, payload, attempts
 """
+# Discord takes nonces of up to 25 characters; a multi-part send appends its part number.
+NONCE_CHARS = 20
 _FENCE = "id = $1 AND holder = $2 AND attempts = $3 AND state = 'doing'"
 _INSERT_SAY_SQL = (
     "INSERT INTO reply_outbox(inbox_id, lane, chat_key, platform, target, text, nonce, created_at)"
@@ -216,7 +218,7 @@ async def _insert_says(
             say.platform,
             json.dumps(dict(say.target)),
             say.text,
-            uuid.uuid4().hex,
+            uuid.uuid4().hex[:NONCE_CHARS],
             now,
         )
 
