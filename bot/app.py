@@ -14,6 +14,7 @@ from bot.compaction import SessionCompactor, SummarizerFactory, UsageSink
 from bot.config import DEFAULT_CONTEXT_LENGTH, Config
 from bot.gateway import Gateway
 from bot.health import QueueProbe, Readiness, StoreProbe
+from bot.leadership import leadership_for
 from bot.llm import LLMClient
 from bot.llm_stream import StreamingChatClient
 from bot.llm_timing import TimedSummarizer, timed
@@ -124,6 +125,8 @@ class App:
             threshold_tokens_cap=cap,
             summarizer_factory=summarizers,
             model_windows=await self._model_windows(llm, context_length),
+            # Not campaigning yet: the overnight scheduler starts it, so CLI commands never lead.
+            leadership=leadership_for(store),
         )
         self.gateway = self._gateway_factory(self.services)
         await self._watch(store)
@@ -155,6 +158,8 @@ class App:
             self._endpoint = None
         if hasattr(self, "gateway"):
             await self.gateway.close()
+        if hasattr(self, "services"):
+            await self.services.leadership.stop()
         close_llm = getattr(self._llm, "aclose", None)
         if close_llm is not None:
             await close_llm()

@@ -16,7 +16,7 @@ from typing import Any
 
 from bot.commands import CommandContext, run_command
 from bot.events import Adapter, Attachment, InboundMessage, ReplyTarget
-from bot.gateway import TURN_FAILED, Gateway, _lane_key
+from bot.gateway import KNOWN_CHATS_MAX, TURN_FAILED, Gateway, _lane_key
 from bot.i18n import language_for, localize, localize_trailer
 from bot.inbound_text import drop_images, enrich_media
 from bot.ingress import Delivery
@@ -114,6 +114,8 @@ class DurableGateway(Gateway):
         anchor_id, session_id = int(payload["message_id"]), int(payload["session_id"])
         target = ReplyTarget.for_message(message)
         outcome = TurnOutcome(session_id)
+        if message.language_code and len(self._language_codes) < KNOWN_CHATS_MAX:
+            self._language_codes[message.chat_key] = message.language_code
         settings = await services.settings_for(message.chat_key, message.parent_chat_key)
         refusal = await self._limit_refusal(message, settings)
         if refusal is not None:
@@ -123,6 +125,7 @@ class DurableGateway(Gateway):
         if message.attachments:
             await enrich_media(services, message, anchor_id, adapter)
         timer = services.metrics.turn_started(message.platform)
+        typing_done = self._start_typing(adapter, target)
         try:
             can_remember = not message.is_group or await self.is_admin(message, adapter)
             request = TurnRequest(
@@ -147,12 +150,14 @@ class DurableGateway(Gateway):
             outcome.says.append(say_to(target, await self._localized(target, notice)))
             timer.finished(answered=False)
             return outcome
+        finally:
+            typing_done.set()
         if message.attachments:
             await drop_images(services, message)
         for notice in result.notices:
             outcome.says.append(say_to(target, await self._localized(target, notice)))
         if result.reply is not None:
-            code = self._language_codes.get(message.chat_key) or message.language_code
+            code = self._language_codes.get(message.chat_key)
             language = language_for(settings.language, code)
             reply = localize_trailer(result.reply, STREAM_BROKEN_NOTICE, language) or "…"
             row = {"role": "assistant", "content": reply}

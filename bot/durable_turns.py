@@ -23,6 +23,9 @@ log = logging.getLogger(__name__)
 
 # A job that lost its worker this many times is answered with a notice instead of run again.
 MAX_ATTEMPTS = 3
+# Finished jobs and settled replies are kept this long (for `unknown` sends to be looked into).
+KEEP_DONE_SECONDS = 7 * 86_400.0
+PRUNE_EVERY_SECONDS = 3_600.0
 
 
 class TurnAnswerer(Protocol):
@@ -59,12 +62,17 @@ class TurnConsumer:
 
     async def run(self, wake: asyncio.Event) -> None:
         """Claim and start jobs whenever woken or a slot frees up, until cancelled."""
+        loop = asyncio.get_running_loop()
+        next_prune = loop.time()
         try:
             while True:
                 wake.clear()
                 self._slot_freed.clear()
                 try:
                     await self.claim_and_start()
+                    if loop.time() >= next_prune:
+                        next_prune = loop.time() + PRUNE_EVERY_SECONDS
+                        await self._inbox.prune(KEEP_DONE_SECONDS)
                 except Exception:
                     log.exception("claiming turns failed; trying again on the next wake-up")
                 waiters = {asyncio.ensure_future(e.wait()) for e in (wake, self._slot_freed)}
@@ -75,6 +83,10 @@ class TurnConsumer:
                         waiter.cancel()
         finally:
             await self._hand_back()
+
+    async def join(self) -> None:
+        """Wait for the jobs running now (tests, and callers driving `claim_and_start`)."""
+        await asyncio.gather(*(task for _job, task in list(self._running.values())))
 
     async def claim_and_start(self) -> int:
         free = self._max_jobs - len(self._running)

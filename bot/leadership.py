@@ -14,6 +14,8 @@ from typing import Any, Protocol
 
 import asyncpg
 
+from bot.store.base import Store
+from bot.store.postgres import PostgresStore
 from bot.store.postgres_database import redacted_dsn
 
 log = logging.getLogger(__name__)
@@ -23,16 +25,53 @@ RETRY_SECONDS = 2.0
 # The leader pings its connection this often: a dead connection is noticed within this bound.
 CHECK_SECONDS = 2.0
 CONNECT_TIMEOUT_SECONDS = 5.0
+# The server probes a silent leader connection after 4 s, every 1 s, 3 times: a leader whose
+# host died (no FIN ever comes) frees the lock about 7 s after its last ping, so with one retry
+# interval a follower leads within 10 s. A leader cut off from the server stops first: its ping
+# times out after CHECK_SECONDS.
+_KEEPALIVE_SETTINGS = {
+    "tcp_keepalives_idle": "4",
+    "tcp_keepalives_interval": "1",
+    "tcp_keepalives_count": "3",
+}
 _DB_ERRORS = (OSError, asyncpg.PostgresError, asyncpg.InterfaceError, TimeoutError)
 # Keyed per schema, like the migrations, so installations sharing a database elect separately.
 _TRY_LOCK_SQL = "SELECT pg_try_advisory_lock(hashtext($1 || current_schema()))"
 
 
 class Leadership(Protocol):
-    """What the overnight job asks before it runs (and between chats)."""
+    """What the overnight job asks before it runs (and between chats), and waits on.
+
+    `start` (idempotent) begins campaigning and `stop` ends it; `leading` is set while this
+    process leads and `following` while it does not, so a job can wait for either change.
+    """
+
+    leading: asyncio.Event
+    following: asyncio.Event
 
     @property
     def is_leader(self) -> bool: ...
+    def start(self) -> None: ...
+    async def stop(self) -> None: ...
+
+
+class SoleLeader:
+    """One process on its own database (SQLite): it always leads."""
+
+    def __init__(self) -> None:
+        self.leading = asyncio.Event()
+        self.leading.set()
+        self.following = asyncio.Event()
+
+    @property
+    def is_leader(self) -> bool:
+        return True
+
+    def start(self) -> None:
+        pass
+
+    async def stop(self) -> None:
+        pass
 
 
 class ConnectionLost(Exception):
@@ -58,6 +97,8 @@ class AdvisoryLeadership:
         self._conn: Any = None
         self._task: asyncio.Task[None] | None = None
         self.leading = asyncio.Event()
+        self.following = asyncio.Event()
+        self.following.set()
         self.attempts = 0  # lock attempts made, for tests and status
 
     @property
@@ -96,21 +137,25 @@ class AdvisoryLeadership:
             await asyncio.sleep(self._retry_seconds)
 
     async def _campaign(self) -> None:
-        conn = await asyncpg.connect(self._dsn, timeout=CONNECT_TIMEOUT_SECONDS)
+        conn = await asyncpg.connect(
+            self._dsn, timeout=CONNECT_TIMEOUT_SECONDS, server_settings=_KEEPALIVE_SETTINGS
+        )
         lost = asyncio.Event()
         conn.add_termination_listener(lambda _conn: lost.set())
         self._conn = conn
         try:
             while not await self._try_lock(conn):
                 await self._wait_lost(lost, self._retry_seconds)
+            self.following.clear()
             self.leading.set()
             log.info("leading (lock=%s db=%s)", self._name, redacted_dsn(self._dsn))
             while True:
                 await self._wait_lost(lost, self._check_seconds)
-                await conn.fetchval("SELECT 1")
+                await conn.fetchval("SELECT 1", timeout=self._check_seconds)
         finally:
             if self.leading.is_set():
                 self.leading.clear()
+                self.following.set()
                 log.info("no longer leading (lock=%s)", self._name)
             self._conn = None
             await _close(conn)
@@ -126,6 +171,13 @@ class AdvisoryLeadership:
             await asyncio.wait_for(lost.wait(), seconds)
         if lost.is_set():
             raise ConnectionLost
+
+
+def leadership_for(store: Store) -> Leadership:
+    """An advisory-lock campaign on PostgreSQL (several workers); the sole leader otherwise."""
+    if isinstance(store, PostgresStore):
+        return AdvisoryLeadership(store.dsn)
+    return SoleLeader()
 
 
 async def _close(conn: Any) -> None:

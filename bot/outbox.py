@@ -11,14 +11,16 @@ import asyncio
 import logging
 from collections.abc import Mapping
 
-from bot.events import Adapter, DeliveryError, ReplyTarget
+from bot.events import Adapter, DeliveryError, IdempotentSender, ReplyTarget
 from bot.metrics import Metrics
 from bot.store.postgres_outbox import OutboxRow, PostgresOutbox
 
 log = logging.getLogger(__name__)
 
 # A send, with the adapter's own retries and flood-control waits, finishes well within this.
-SEND_LEASE_SECONDS = 120.0
+SEND_LEASE_SECONDS = 90.0
+# How long Discord remembers a nonce is "a few minutes"; a resend waits out the lease first.
+NONCE_WINDOW_SECONDS = 180.0
 BATCH = 32
 
 
@@ -50,7 +52,13 @@ class OutboxSender:
 
     async def deliver(self) -> int:
         """Send everything deliverable now; how many rows were sent."""
-        for row in await self._outbox.abandon_stale():
+        resend = [p for p, a in self._adapters.items() if isinstance(a, IdempotentSender)]
+        for row in await self._outbox.abandon_stale(resend, NONCE_WINDOW_SECONDS):
+            if row.resent:
+                log.info(
+                    "reply %d to %s: its sender died; sent again, same nonce", row.id, row.chat_key
+                )
+                continue
             log.warning(
                 "reply %d to %s may or may not have been delivered (its sender died mid-send);"
                 " not sending it again",
@@ -68,8 +76,12 @@ class OutboxSender:
 
     async def _send(self, row: OutboxRow) -> bool:
         adapter = self._adapters[row.platform]
+        target = ReplyTarget(**row.target)
         try:
-            await adapter.send(ReplyTarget(**row.target), row.text)
+            if isinstance(adapter, IdempotentSender):
+                await adapter.send_once(target, row.text, row.nonce)
+            else:
+                await adapter.send(target, row.text)
         except DeliveryError:
             log.error("reply could not be delivered (chat=%s)", row.chat_key)
             self._metrics.send_failed(row.platform)

@@ -11,6 +11,7 @@ from bot import chat_settings
 from bot.chat_settings import ChatSettings
 from bot.compaction import SessionCompactor, SummarizerFactory, UsageSink
 from bot.config import Config
+from bot.leadership import Leadership, SoleLeader
 from bot.llm import LLMClient
 from bot.metrics import Metrics
 from bot.prompt import build_system_prompt
@@ -56,6 +57,8 @@ class Services:
     summarizer_factory: SummarizerFactory | None = None
     # Windows of the models chats may pick (model.allowed_models), found at start-up.
     model_windows: dict[str, int] = field(default_factory=dict)
+    # Who runs the overnight job among workers on one database (SPEC 15); one process leads.
+    leadership: Leadership = field(default_factory=SoleLeader)
     # Per chat: the raw values and config its settings were resolved from, and the result.
     _resolved: dict[str, _Resolved] = field(default_factory=dict, init=False, repr=False)
 

@@ -75,11 +75,13 @@ async def compact_candidates(
     jitter: Jitter | None = None,
     notify: Notifier | None = None,
     limiter: asyncio.Semaphore | None = None,
+    leading: Callable[[], bool] | None = None,
 ) -> list[Attempt]:
     """Compact `candidates` in order with `config.overnight.concurrency` workers.
 
     A candidate whose window has closed, or that became busy since the selection, is skipped:
-    no new work starts after the window ends, and work already running finishes.
+    no new work starts after the window ends (or once `leading()` says this worker lost the
+    lead), and work already running finishes.
     """
     overnight = services.config.overnight
     jitter = jitter or random_jitter(overnight.jitter_seconds)
@@ -88,18 +90,26 @@ async def compact_candidates(
     attempts: list[Attempt] = []
     started = 0
 
+    def may_start(candidate: Candidate) -> bool:
+        if leading is not None and not leading():
+            log.info(
+                "overnight: no longer leading; left to the leader session=%s", candidate.session_id
+            )
+            return False
+        return _window_open(candidate, clock)
+
     async def work() -> None:
         nonlocal started
         while pending:
             candidate = pending.popleft()
             async with limiter:
-                if not _window_open(candidate, clock):
+                if not may_start(candidate):
                     continue
                 # The first compaction of a run starts at once; jitter spaces the rest so the
                 # summary endpoint never sees a burst of back-to-back long requests.
                 if started:
                     await asyncio.sleep(max(0.0, jitter()))
-                    if not _window_open(candidate, clock):
+                    if not may_start(candidate):
                         continue
                 started += 1
                 attempt = await _attempt(services, candidate, clock, notify)

@@ -1,5 +1,8 @@
 """Runs the overnight job when each chat's quiet window opens (SPEC 10).
 
+It runs only in the worker that leads (`services.leadership`, SPEC 15): a follower waits, and
+a leader that loses the lock starts nothing new, not even the next chat of a pass in progress.
+
 Schedules are derived from the store (each chat's `overnight`, `overnight_window` and `timezone`,
 with operator defaults), never kept in APScheduler's job store: they are rebuilt at start-up,
 when `/config` changes a chat, and every few minutes for chats and settings that changed
@@ -9,6 +12,7 @@ elsewhere (new chats, `compactbot config set` from another process).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections.abc import Collection
 from datetime import UTC, datetime
@@ -66,12 +70,50 @@ class OvernightScheduler:
         self._limiter: asyncio.Semaphore | None = None
         self._tasks: set[asyncio.Task[list[Attempt]]] = set()
         self._running: set[str] = set()  # chats with a pass in progress
+        self._leadership = services.leadership
+        self._follower: asyncio.Task[None] | None = None
 
     async def start(self) -> None:
-        if self._scheduler is not None:
+        """Campaign for leadership; the schedule runs whenever this process leads."""
+        if self._follower is not None:
             return
+        self._leadership.start()
+        if self._leadership.is_leader:
+            await self._resume()  # at once: a single process has its schedule on return
+        self._follower = asyncio.create_task(self._follow(), name="overnight-leadership")
+
+    async def stop(self) -> None:
+        follower, self._follower = self._follower, None
+        if follower is not None:
+            follower.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await follower
+        await self._pause()
+        for task in list(self._tasks):
+            task.cancel()
+        # A cancelled compaction still releases its lock and records its event before returning.
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        self._tasks.clear()
+
+    async def _follow(self) -> None:
+        """Schedule while leading, pause while another worker leads."""
+        leadership = self._leadership
+        while True:
+            if self._scheduler is None:
+                await leadership.leading.wait()
+                try:
+                    await self._resume()
+                except Exception:
+                    log.exception("overnight schedule not rebuilt; the resync tries again")
+            else:
+                await leadership.following.wait()
+                log.info("overnight paused: this worker no longer leads")
+                await self._pause()
+
+    async def _resume(self) -> None:
         # One limiter for every chat's pass: `concurrency` bounds the whole process.
-        self._limiter = asyncio.Semaphore(self._services.config.overnight.concurrency)
+        if self._limiter is None:
+            self._limiter = asyncio.Semaphore(self._services.config.overnight.concurrency)
         scheduler = AsyncIOScheduler(timezone=UTC, event_loop=asyncio.get_running_loop())
         scheduler.start()
         self._scheduler = scheduler
@@ -85,7 +127,8 @@ class OvernightScheduler:
         self._gateway.settings_listeners.append(self.reschedule)
         await self.rebuild()
 
-    async def stop(self) -> None:
+    async def _pause(self) -> None:
+        """No more jobs fire; passes in progress end at their next chat (they ask the lock)."""
         scheduler, self._scheduler = self._scheduler, None
         if scheduler is None:
             return
@@ -93,11 +136,6 @@ class OvernightScheduler:
             self._gateway.settings_listeners.remove(self.reschedule)
         scheduler.shutdown(wait=False)
         await asyncio.sleep(0)  # AsyncIOScheduler shuts down in a loop callback
-        for task in list(self._tasks):
-            task.cancel()
-        # A cancelled compaction still releases its lock and records its event before returning.
-        await asyncio.gather(*self._tasks, return_exceptions=True)
-        self._tasks.clear()
 
     def next_run(self, chat_key: str) -> datetime | None:
         """When the chat's window job fires next (UTC); None when overnight is off for it."""
@@ -131,6 +169,8 @@ class OvernightScheduler:
         """Compact the chat's due sessions; plan another pass if more come due in the window."""
         if chat_key in self._running:
             return []  # the running pass plans its own follow-up
+        if not self._leadership.is_leader:
+            return []
         self._running.add(chat_key)
         try:
             found = await survey(self._services, self._now(), chat_keys=(chat_key,))
@@ -141,6 +181,7 @@ class OvernightScheduler:
                 jitter=self._jitter,
                 notify=self._notify,
                 limiter=self._limiter,
+                leading=lambda: self._leadership.is_leader,
             )
             retried = {a.candidate.session_id for a in attempts if a.report.outcome != "locked"}
             await self._plan_follow_up(chat_key, retried)

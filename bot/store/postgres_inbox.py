@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from bot.store.base import NewMessage
 from bot.store.postgres_database import PostgresDatabase, affected
-from bot.store.postgres_queue_sql import CHANNEL_PREFIX, INSERT_JOB_SQL, NOTIFY_SQL
+from bot.store.postgres_queue_sql import CHANNEL_SQL, INSERT_JOB_SQL, NOTIFY_SQL
 from bot.store.postgres_writes import append_rows
 
 if TYPE_CHECKING:
@@ -39,6 +39,8 @@ WHERE id IN (
 )
 RETURNING id, lane, chat_key, kind, payload, attempts
 """
+# Discord takes nonces of up to 25 characters; a multi-part send appends its part number.
+NONCE_CHARS = 20
 _FENCE = "id = $1 AND holder = $2 AND attempts = $3 AND state = 'doing'"
 _INSERT_SAY_SQL = (
     "INSERT INTO reply_outbox(inbox_id, lane, chat_key, platform, target, text, nonce, created_at)"
@@ -83,8 +85,8 @@ class PostgresInbox:
 
     async def channel(self) -> str:
         """The NOTIFY channel that wakes this schema's workers."""
-        row = await self._db.fetchone("SELECT current_schema()")
-        return CHANNEL_PREFIX + str(row[0])
+        row = await self._db.fetchone(CHANNEL_SQL)
+        return str(row[0])
 
     async def enqueue_sends(self, lane: str, chat_key: str, says: Sequence[Say]) -> None:
         """Command replies, queued behind the chat's turns so they keep the chat's order."""
@@ -182,6 +184,22 @@ class PostgresInbox:
             await conn.execute(NOTIFY_SQL)
         return True
 
+    async def prune(self, keep_seconds: float) -> int:
+        """Forget finished jobs and settled replies older than `keep_seconds`; how many jobs."""
+        before = self._clock() - keep_seconds
+        async with self._db.transaction() as conn:
+            await conn.execute(
+                "DELETE FROM reply_outbox WHERE state IN ('sent', 'failed', 'unknown')"
+                " AND created_at < $1",
+                before,
+            )
+            status = await conn.execute(
+                "DELETE FROM turn_inbox t WHERE t.state = 'done' AND t.done_at < $1"
+                " AND NOT EXISTS (SELECT 1 FROM reply_outbox r WHERE r.inbox_id = t.id)",
+                before,
+            )
+        return affected(status)
+
     async def unfinished(self) -> int:
         """Jobs not yet done (for status and tests)."""
         row = await self._db.fetchone("SELECT count(*) FROM turn_inbox WHERE state <> 'done'")
@@ -200,7 +218,7 @@ async def _insert_says(
             say.platform,
             json.dumps(dict(say.target)),
             say.text,
-            uuid.uuid4().hex,
+            uuid.uuid4().hex[:NONCE_CHARS],
             now,
         )
 

@@ -248,6 +248,7 @@ CREATE TABLE reply_outbox (
                 CHECK (state IN ('pending', 'sending', 'sent', 'unknown', 'failed')),
     holder      TEXT,
     lease_until DOUBLE PRECISION NOT NULL DEFAULT 0,
+    attempted_at DOUBLE PRECISION,
     created_at  DOUBLE PRECISION NOT NULL,
     sent_at     DOUBLE PRECISION
 );

@@ -17,7 +17,8 @@ from bot.store.postgres_database import PostgresDatabase
 # Only the oldest undelivered row of each chat is eligible, so a chat's replies go out in order
 # even when its jobs finished on different workers.
 _CLAIM_SQL = """
-UPDATE reply_outbox SET state = 'sending', holder = $1, lease_until = $2::float8 + $3::float8
+UPDATE reply_outbox SET state = 'sending', holder = $1, lease_until = $2::float8 + $3::float8,
+    attempted_at = coalesce(attempted_at, $2::float8)
 WHERE id IN (
     SELECT r.id FROM reply_outbox r
     WHERE r.state = 'pending'
@@ -31,10 +32,14 @@ WHERE id IN (
 )
 RETURNING id, chat_key, platform, target, text, nonce
 """
+# A platform that drops repeated nonces gets the row again while the first attempt is recent
+# enough for the platform to remember its nonce; every other one is `unknown` for good.
 _ABANDONED_SQL = """
-UPDATE reply_outbox SET state = 'unknown', holder = NULL
+UPDATE reply_outbox SET holder = NULL, state = CASE
+    WHEN platform = ANY($2::text[]) AND attempted_at > $1::float8 - $3::float8 THEN 'pending'
+    ELSE 'unknown' END
 WHERE state = 'sending' AND lease_until < $1
-RETURNING id, chat_key, platform
+RETURNING id, chat_key, platform, state
 """
 
 
@@ -55,6 +60,7 @@ class Abandoned:
     id: int
     chat_key: str
     platform: str
+    resent: bool  # back to pending (same nonce), else unknown
 
 
 class PostgresOutbox:
@@ -97,11 +103,19 @@ class PostgresOutbox:
                 self._clock(),
             )
 
-    async def abandon_stale(self) -> list[Abandoned]:
-        """Rows left `sending` past their lease become `unknown`: never blindly repeated."""
+    async def abandon_stale(
+        self, resend_platforms: Sequence[str] = (), nonce_window_seconds: float = 0.0
+    ) -> list[Abandoned]:
+        """Rows left `sending` past their lease become `unknown`: never blindly repeated. On
+        `resend_platforms`, an attempt made within the nonce window goes back to pending."""
         async with self._db.transaction() as conn:
-            found = await conn.fetch(_ABANDONED_SQL, self._clock())
-        return [Abandoned(int(r["id"]), r["chat_key"], r["platform"]) for r in found]
+            found = await conn.fetch(
+                _ABANDONED_SQL, self._clock(), list(resend_platforms), nonce_window_seconds
+            )
+        return [
+            Abandoned(int(r["id"]), r["chat_key"], r["platform"], r["state"] == "pending")
+            for r in found
+        ]
 
     async def states(self) -> dict[int, str]:
         """Every row's state by id (status and tests)."""

@@ -11,9 +11,10 @@ if TYPE_CHECKING:
     from bot.store.postgres_database import PooledConnection
 
 # One channel per schema: installations (and the tests' schemas) sharing a server wake only
-# their own workers. Notifications go out at commit, never for a rolled-back enqueue.
-CHANNEL_PREFIX = "compactbot.work."
-NOTIFY_SQL = "SELECT pg_notify('compactbot.work.' || current_schema(), '')"
+# their own workers. Hashed, because a channel name is at most 63 bytes and a schema name may
+# be that long itself. Notifications go out at commit, never for a rolled-back enqueue.
+CHANNEL_SQL = "SELECT 'compactbot_work_' || md5(current_schema())"
+NOTIFY_SQL = f"SELECT pg_notify(({CHANNEL_SQL}), '')"
 INSERT_JOB_SQL = (
     "INSERT INTO turn_inbox(lane, chat_key, kind, payload, created_at)"
     " VALUES ($1, $2, $3, $4::jsonb, $5) RETURNING id"

@@ -176,3 +176,38 @@ async def test_a_worker_claims_only_chats_of_platforms_it_can_answer_on(pg: Post
     assert job.chat_key == "telegram:1"
     [other] = await pg.inbox().claim("w2", 10, TTL, ("discord",))
     assert other.chat_key == "discord:7"
+
+
+async def test_old_finished_jobs_and_settled_replies_are_pruned(
+    pg: PostgresStore, clock: ManualClock
+) -> None:
+    await pg.ingest([question("telegram:1", 1, "a"), question("telegram:1", 2, "b")])
+    inbox, outbox = pg.inbox(), pg.outbox()
+    [job] = await inbox.claim("w1", 10, TTL, PLATFORMS)
+    await inbox.finish(job, says=[say("answer")])
+    clock.advance(100)
+    assert await inbox.prune(keep_seconds=50) == 0  # its reply is not settled yet
+    [row] = await outbox.claim("w1", 10, TTL, PLATFORMS)
+    await outbox.settle(row.id, "w1", "sent")
+    assert await inbox.prune(keep_seconds=50) == 1
+    assert await outbox.states() == {}
+    assert await inbox.unfinished() == 1  # the chat's next question stays
+
+
+async def test_a_dead_senders_row_on_a_nonce_platform_goes_out_again_with_its_nonce(
+    pg: PostgresStore, clock: ManualClock
+) -> None:
+    await pg.ingest([question("discord:7", 1, "a"), question("discord:8", 2, "b")])
+    inbox, outbox = pg.inbox(), pg.outbox()
+    for job in await inbox.claim("w1", 10, TTL, ("discord",)):
+        await inbox.finish(job, says=[Say("discord", {"chat_id": job.chat_key}, "hi")])
+    [early] = await outbox.claim("w1", 1, TTL, ("discord",))
+    clock.advance(100)  # the second row is first attempted much later
+    [late] = await outbox.claim("w1", 1, TTL, ("discord",))
+    clock.advance(TTL + 1)
+    abandoned = await outbox.abandon_stale(("discord",), nonce_window_seconds=120)
+    assert {(a.id, a.resent) for a in abandoned} == {(early.id, False), (late.id, True)}
+    [again] = await outbox.claim("w2", 10, TTL, ("discord",))
+    assert (again.id, again.nonce) == (late.id, late.nonce)
+    assert len(again.nonce) <= 20
+    assert (await outbox.states())[early.id] == "unknown"
