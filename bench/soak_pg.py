@@ -26,7 +26,7 @@ import asyncpg
 
 from bench.soak_pg_checks import answered_keys, verify
 from bench.soak_pg_feed import Deliveries, ModelResponder, messages
-from bench.soak_pg_fleet import Fleet, fleet, poll_until
+from bench.soak_pg_fleet import Fleet, cpu_seconds, fleet, poll_until
 from bench.soak_pg_kills import kill_loop, leader_appears
 from bench.soak_pg_plan import FULL, QUICK, SEED, Chaos, Plan, Throughput
 from bench.soak_pg_report import render
@@ -167,12 +167,16 @@ async def throughput(plan: Plan, workers: int, workdir: Path) -> Throughput:
         started = [await procs.spawn("worker") for _ in range(workers)]
         await procs.until_ready(started)
         ready_at = time.monotonic()
+        cpu_before = sum(cpu_seconds(p.pid) for p in started)
         await poll_until(lambda: len(edge.telegram.sent_log) >= total, plan.drain_seconds)
+        cpu = sum(cpu_seconds(p.pid) for p in started) - cpu_before
         sends = [c.at for c in edge.telegram.calls_to("sendMessage")]
+        calls = [c.at for c in edge.telegram.calls]
         await procs.stop_all()
     window = [at for at in sends if at >= ready_at]
     seconds = (max(window) - ready_at) if window else 0.0
-    return Throughput(workers, total, seconds, len(window))
+    api_calls = sum(ready_at <= at <= ready_at + seconds for at in calls)
+    return Throughput(workers, total, seconds, len(window), cpu, api_calls)
 
 
 async def run(plan: Plan) -> tuple[Chaos, list[Throughput]]:

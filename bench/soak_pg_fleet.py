@@ -159,6 +159,15 @@ async def poll_until(condition: Callable[[], bool], seconds: float) -> bool:
     return True
 
 
+def cpu_seconds(pid: int) -> float:
+    """User and system CPU time the process used so far (0 once it is gone)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def _running(pid: int) -> bool:
     """Alive and not a zombie waiting to be reaped."""
     try:

@@ -85,6 +85,8 @@ class Throughput:
     turns: int
     seconds: float  # from every worker ready to the last answer
     answered: int  # answers sent in that window
+    cpu_seconds: float = 0.0  # the workers' CPU time in that window, all of them together
+    api_calls: int = 0  # Bot API requests in that window (sends, admin lookups, …)
 
     @property
     def rate(self) -> float:

@@ -179,13 +179,33 @@ def _rates(latency: float, rates: Sequence[Throughput]) -> list[str]:
             f"{r.seconds:.1f} s",
             f"{r.rate:.1f} /s",
             f"× {r.rate / base:.2f}" if base else "–",
+            f"{r.cpu_seconds / r.answered * 1000:.0f} ms" if r.answered else "–",
+            f"{r.cpu_seconds / r.seconds / r.workers:.0%}" if r.seconds else "–",
+            f"{r.api_calls / r.seconds / r.workers:.1f} /s" if r.seconds else "–",
         ]
         for r in rates
     ]
     return [
         f"Throughput without kills at a fixed {latency * 1000:.0f} ms model latency: the turns "
         "are queued first (ingress only), then the workers start together; answers per second "
-        "from the moment all of them are ready until the last answer.",
+        "from the moment all of them are ready until the last answer. Each turn's asker is "
+        "new to the admin cache, so a turn makes two Bot API requests (getChatMember, "
+        "sendMessage), and each worker's python-telegram-bot client paces all of its requests "
+        "with `AIORateLimiter` (30 per second per process): that pace, not the model latency "
+        "(32 turns in flight × 200 ms would allow 160 answers/s) nor the CPU, bounds one "
+        "worker, and every worker added brings its own 30/s.",
         "",
-        *table(["workers", "turns", "window", "answered", "vs 1 worker"], rows),
+        *table(
+            [
+                "workers",
+                "turns",
+                "window",
+                "answered",
+                "vs 1 worker",
+                "worker CPU per answer",
+                "CPU busy per worker",
+                "Bot API requests per worker",
+            ],
+            rows,
+        ),
     ]
