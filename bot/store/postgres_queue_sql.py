@@ -24,7 +24,8 @@ INSERT_JOB_SQL = (
 async def enqueue_turn(
     conn: PooledConnection, item: IngestItem, result: IngestResult, now: float
 ) -> None:
-    """The turn of an addressed message, in the transaction that stores the message."""
+    """The turn of an addressed message, in the transaction that stores the message (which
+    then sends NOTIFY_SQL once)."""
     assert item.enqueue is not None and result.session is not None
     payload = {
         **item.enqueue.payload,
@@ -34,4 +35,3 @@ async def enqueue_turn(
     await conn.execute(
         INSERT_JOB_SQL, item.enqueue.lane, item.chat_key, "turn", json.dumps(payload), now
     )
-    await conn.execute(NOTIFY_SQL)

@@ -26,7 +26,7 @@ from bot.store.base import (
 from bot.store.postgres_bookkeeping import INSERT_EVENT_SQL, mark_processed, prune_processed
 from bot.store.postgres_database import PostgresDatabase, affected
 from bot.store.postgres_memory import write_memory
-from bot.store.postgres_queue_sql import enqueue_turn
+from bot.store.postgres_queue_sql import NOTIFY_SQL, enqueue_turn
 from bot.store.sqlite_writes import event_params
 from compression.memory import Memory
 from compression.state import CompressorState
@@ -85,6 +85,7 @@ class PostgresWrites:
         results: list[IngestResult] = []
         # Per session of the batch: its row, its next seq, what the batch added.
         open_sessions: dict[tuple[str, str | None], _Appending] = {}
+        enqueued = False
         for item in items:
             if item.update_id is not None and not await mark_processed(
                 conn, item.platform, item.update_id, now
@@ -105,9 +106,12 @@ class PostgresWrites:
             result = await appending.add(conn, item.message, now)
             if item.enqueue is not None and result.message_id is not None:
                 await enqueue_turn(conn, item, result, now)
+                enqueued = True
             results.append(result)
         for appending in open_sessions.values():
             await appending.flush(conn, now)
+        if enqueued:
+            await conn.execute(NOTIFY_SQL)
         return results, await prune_processed(conn, now, self._last_prune)
 
     async def append_messages(self, session_id: int, messages: Sequence[NewMessage]) -> list[int]:
