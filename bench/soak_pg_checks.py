@@ -89,7 +89,7 @@ async def verify(
         await _check_queues(conn, verdict)
         unknown = await _unknown_rows(conn)
         await _check_sessions(store, conn, verdict)
-    _check_replies(chats, ids, sent_log, unknown, verdict)
+    check_replies(chats, ids, sent_log, unknown, verdict)
     return verdict
 
 
@@ -178,13 +178,14 @@ async def _check_sessions(store: PostgresStore, conn: Any, v: Verdict) -> None:
             v.recount_mismatch.append(f"session {s['id']}: totals {totals}, recount {recount}")
 
 
-def _check_replies(
+def check_replies(
     chats: Sequence[Sequence[Message]],
     ids: Mapping[tuple[int, int], int],
     sent_log: Sequence[SentMessage],
     unknown: Sequence[tuple[int | None, str]],
     v: Verdict,
 ) -> None:
+    """Each addressed message answered once, by an answer naming it, in question order."""
     question = {tg_id: key for key, tg_id in ids.items()}
     answers: dict[int, list[str]] = defaultdict(list)  # question's Telegram id -> answer texts
     notices: dict[int, list[str]] = defaultdict(list)
