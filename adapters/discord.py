@@ -12,7 +12,7 @@ import aiohttp
 import discord
 from discord import app_commands
 
-from adapters.discord_changes import on_raw_delete, on_raw_edit
+from adapters.discord_client import PlatformClient, ShardedClient
 from adapters.discord_gating import (
     PLATFORM,
     ignore_reason,
@@ -20,6 +20,7 @@ from adapters.discord_gating import (
     message_facts,
     to_inbound,
 )
+from adapters.discord_http import TOO_MANY_REQUESTS, rate_limit_trace
 from adapters.discord_media import download_attachment
 from adapters.discord_slash import (
     PRIVATE_REPLY_COMMANDS,
@@ -36,12 +37,13 @@ from bot.events import (
     InboundMessage,
     ReplyTarget,
 )
+from bot.identify_pacing import IdentifyPacing
 from bot.lanes import LaneScheduler
+from bot.plugins import RUN, Role
 from bot.streaming import PacedStream, ReplyStream
 
 if TYPE_CHECKING:
     from bot.config import Config
-    from bot.metrics import Metrics
     from bot.services import Services
 
 log = logging.getLogger(__name__)
@@ -55,7 +57,6 @@ MEMBER_LOOKUP_TIMEOUT_SECONDS = 10.0
 # Our retries on top of discord.py's: for transport errors and 5xx that outlived its retries.
 SEND_RETRY_BACKOFF_SECONDS = (1.0, 3.0)
 SERVER_ERROR_STATUS = 500
-TOO_MANY_REQUESTS = 429  # only reaches us without Discord's `Via` header (a Cloudflare limit)
 
 # Channels whose events are stored at once; a channel's own events always go one at a time.
 INBOUND_CHANNELS_CONCURRENT = 64
@@ -75,33 +76,6 @@ class MessageGateway(Protocol):
     async def handle(self, message: InboundMessage, adapter: Adapter) -> None: ...
 
 
-class _Client(discord.Client):
-    """A discord.Client whose events go to its platform; the tree holds the slash commands."""
-
-    def __init__(self, platform: DiscordPlatform, **options: Any) -> None:
-        intents = discord.Intents.default()
-        intents.message_content = True  # privileged: enable it in the developer portal
-        super().__init__(intents=intents, **options)
-        self.platform = platform
-        self.tree = app_commands.CommandTree(self)
-
-    async def setup_hook(self) -> None:
-        await self.platform.setup_commands(self.tree)
-
-    async def on_ready(self) -> None:
-        name = self.user.name if self.user else "?"
-        log.info("discord: connected as %s, %d guilds", name, len(self.guilds))
-
-    async def on_message(self, message: discord.Message) -> None:
-        self.platform.on_message(message)
-
-    async def on_raw_message_edit(self, payload: discord.RawMessageUpdateEvent) -> None:
-        await on_raw_edit(self, self.platform.services, payload)
-
-    async def on_raw_message_delete(self, payload: discord.RawMessageDeleteEvent) -> None:
-        await on_raw_delete(self, self.platform.services, payload)
-
-
 class DiscordPlatform:
     """The Discord adapter and its lifecycle: `start()` returns once the client is ready."""
 
@@ -114,6 +88,8 @@ class DiscordPlatform:
         gateway: MessageGateway,
         *,
         client_options: dict[str, Any] | None = None,
+        shards: tuple[tuple[int, ...], int] | None = None,
+        identify_pacing: IdentifyPacing | None = None,
     ) -> None:
         if config.discord.token is None:
             raise ValueError("DiscordPlatform needs discord.token (DISCORD_BOT_TOKEN)")
@@ -121,7 +97,12 @@ class DiscordPlatform:
         self._token = config.discord.token
         self._gateway = gateway
         self._client_options = dict(client_options or {})
-        self._client: _Client | None = None
+        self._client_class = PlatformClient
+        self.identify_pacing = identify_pacing
+        if shards is not None:
+            self._client_class = ShardedClient
+            self._client_options |= {"shard_ids": list(shards[0]), "shard_count": shards[1]}
+        self._client: PlatformClient | None = None
         self._task: asyncio.Task[None] | None = None
         self._interactions = PendingInteractions()
         # discord.py runs each event in its own task; this queues a channel's events in the
@@ -138,8 +119,8 @@ class DiscordPlatform:
         """Log in and connect; raise if the client fails or is not ready in time."""
         if self._task is not None:
             return
-        trace = _rate_limit_trace(self._gateway.services.metrics)
-        client = _Client(self, **{"http_trace": trace, **self._client_options})
+        trace = rate_limit_trace(self._gateway.services.metrics)
+        client = self._client_class(self, **{"http_trace": trace, **self._client_options})
         self._client = client
         self._task = asyncio.create_task(
             client.start(self._token.get_secret_value()), name="discord-client"
@@ -181,6 +162,8 @@ class DiscordPlatform:
                 task.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
+        if self.identify_pacing is not None:
+            await self.identify_pacing.close()
 
     async def setup_commands(self, tree: app_commands.CommandTree[Any]) -> None:
         """Register the slash commands and sync them; a failed sync leaves text commands working."""
@@ -240,17 +223,24 @@ class DiscordPlatform:
 
     async def send(self, target: ReplyTarget, text: str) -> None:
         """Chunks of at most 2000 characters that ping nobody; the first replies to the trigger."""
+        await self._send(target, text, None)
+
+    async def send_once(self, target: ReplyTarget, text: str, nonce: str) -> None:
+        """`send` whose chunks carry nonces: Discord drops a repeat of any of them (outbox)."""
+        await self._send(target, text, nonce)
+
+    async def _send(self, target: ReplyTarget, text: str, nonce: str | None) -> None:
         chunks = [c for c in discord_chunks(neutralize_mass_mentions(text)) if c.strip()]
         interaction = self._interactions.get(target.reply_to_message_id)
         reference = None if interaction else self._reference(target)
-        for chunk in chunks:
+        for part, chunk in enumerate(chunks):
             if interaction is not None and await self._followup(interaction, target, chunk):
                 continue
             if interaction is not None and interaction.extras.get(PRIVATE_EXTRA):
                 # Meant for the asker only: never posted to the whole channel instead.
                 raise DeliveryError("private slash reply could not be delivered")
             interaction = None  # its webhook is gone: the rest goes to the channel
-            await self._deliver(target, chunk, reference)
+            await self._deliver(target, chunk, reference, f"{nonce}.{part}" if nonce else None)
             reference = None
 
     def open_stream(self, target: ReplyTarget, *, is_group: bool) -> ReplyStream | None:
@@ -331,7 +321,11 @@ class DiscordPlatform:
         )
 
     async def _deliver(
-        self, target: ReplyTarget, chunk: str, reference: discord.MessageReference | None
+        self,
+        target: ReplyTarget,
+        chunk: str,
+        reference: discord.MessageReference | None,
+        nonce: str | None = None,
     ) -> None:
         """One chunk to the channel, retried on transient failures, else DeliveryError."""
         channel = self._channel(target)
@@ -339,6 +333,8 @@ class DiscordPlatform:
         reply: dict[str, Any] = (
             {"reference": reference, "mention_author": False} if reference else {}
         )
+        if nonce is not None:  # discord.py sends enforce_nonce with it
+            reply["nonce"] = nonce
         for delay in (*SEND_RETRY_BACKOFF_SECONDS, None):
             try:
                 await asyncio.wait_for(
@@ -384,30 +380,6 @@ class DiscordPlatform:
         return True
 
 
-def _rate_limit_trace(metrics: Metrics) -> aiohttp.TraceConfig:
-    """Count every 429 and its Retry-After: discord.py waits them out without telling us."""
-    trace = aiohttp.TraceConfig()
-
-    async def on_request_end(
-        session: aiohttp.ClientSession,
-        context: object,
-        params: aiohttp.TraceRequestEndParams,
-    ) -> None:
-        if params.response.status == TOO_MANY_REQUESTS:
-            seconds = _seconds(params.response.headers.get("Retry-After"))
-            metrics.retry_after_waited(PLATFORM, seconds)
-
-    trace.on_request_end.append(on_request_end)
-    return trace
-
-
-def _seconds(value: str | None) -> float:
-    try:
-        return max(float(value or 0), 0.0)
-    except ValueError:
-        return 0.0
-
-
 def _report_client_exit(task: asyncio.Task[None]) -> None:
     # discord.py reconnects by itself; its task ending on its own means Discord is gone for good.
     if not task.cancelled() and task.exception() is not None:
@@ -419,6 +391,20 @@ def _transient(exc: discord.HTTPException) -> bool:
     return exc.status >= SERVER_ERROR_STATUS or exc.status == TOO_MANY_REQUESTS
 
 
-def platform_from_config(config: Config, gateway: MessageGateway) -> DiscordPlatform | None:
-    """The `compactbot.platforms` entry point: Discord when a bot token is configured."""
-    return DiscordPlatform(config, gateway) if config.discord.token is not None else None
+def platform_from_config(
+    config: Config, gateway: MessageGateway, *, role: Role = RUN
+) -> DiscordPlatform | None:
+    """The `compactbot.platforms` entry point: Discord when a bot token is configured.
+
+    Workers receive Discord (on their shards when given); the Telegram ingress does not.
+    """
+    if config.discord.token is None or role.name == "ingress":
+        return None
+    if role.name == "run":
+        return DiscordPlatform(config, gateway)
+    shards = None
+    if role.shard_ids is not None and role.shard_count is not None:
+        shards = (role.shard_ids, role.shard_count)
+    # Workers are on PostgreSQL (`compactbot worker` checked); their identifies share one pace.
+    pacing = IdentifyPacing(config.storage.database)
+    return DiscordPlatform(config, gateway, shards=shards, identify_pacing=pacing)

@@ -50,6 +50,7 @@ from bot.config import Config, TelegramConfig
 from bot.events import Attachment, DeliveryError, InboundMessage, ReplyTarget, StartupError
 from bot.gateway import Gateway
 from bot.message_changes import apply_edit
+from bot.plugins import RUN, Role
 from bot.streaming import ReplyStream
 
 log = logging.getLogger(__name__)
@@ -93,7 +94,12 @@ class TelegramPlatform:
     platform = PLATFORM
 
     def __init__(
-        self, config: Config, gateway: Gateway, *, clock: Callable[[], float] = time.monotonic
+        self,
+        config: Config,
+        gateway: Gateway,
+        *,
+        clock: Callable[[], float] = time.monotonic,
+        receive: bool = True,
     ) -> None:
         if config.telegram.token is None:
             raise ValueError("TelegramPlatform needs telegram.token (TELEGRAM_BOT_TOKEN)")
@@ -116,6 +122,8 @@ class TelegramPlatform:
         self._clock = clock
         self._me: BotSelf | None = None
         self._stopped = False
+        # A worker only sends: the ingress owns the webhook (a worker polling would delete it).
+        self._receive = receive
 
     # --- lifecycle ---------------------------------------------------------------------
 
@@ -126,8 +134,10 @@ class TelegramPlatform:
             await app.initialize()
             bot = app.bot
             self._me = BotSelf(bot.id, bot.username)
-            await self._set_commands()
-            mode = await self._start_updates()
+            mode = "sending only"
+            if self._receive:
+                await self._set_commands()
+                mode = await self._start_updates()
         except (TelegramError, OSError) as exc:
             await self.stop()
             raise TelegramStartError(f"telegram: {self._redact(str(exc))}") from None
@@ -136,6 +146,8 @@ class TelegramPlatform:
     @property
     def connected(self) -> bool:
         """Taking updates: polling or the webhook server is running (for /readyz)."""
+        if not self._receive:
+            return self._me is not None and not self._stopped
         if self._poller is not None:
             return self._poller.running
         return self._webhook is not None and self._webhook.running
@@ -317,6 +329,17 @@ def _build_application(config: TelegramConfig) -> Application:
     return builder.build()
 
 
-def platform_from_config(config: Config, gateway: Gateway) -> TelegramPlatform | None:
-    """The `compactbot.platforms` entry point: Telegram when a bot token is configured."""
-    return TelegramPlatform(config, gateway) if config.telegram.token is not None else None
+def platform_from_config(
+    config: Config, gateway: Gateway, *, role: Role = RUN
+) -> TelegramPlatform | None:
+    """The `compactbot.platforms` entry point: Telegram when a bot token is configured.
+
+    A worker sends only; the ingress serves the webhook, so it needs TELEGRAM_WEBHOOK_URL.
+    """
+    if config.telegram.token is None:
+        return None
+    if role.name == "ingress" and config.telegram.webhook_url is None:
+        raise StartupError(
+            "compactbot ingress serves the Telegram webhook: set TELEGRAM_WEBHOOK_URL"
+        )
+    return TelegramPlatform(config, gateway, receive=role.name != "worker")

@@ -64,8 +64,10 @@ class App:
         store: Store | None = None,
         clock: Callable[[], float] = time.time,
         summarizer_factory: SummarizerFactory | None = None,
+        gateway_factory: Callable[[Services], Gateway] = Gateway,
     ) -> None:
         self.config = config
+        self._gateway_factory = gateway_factory
         self._llm = llm
         self._summarizers = summarizer_factory
         self._store = store
@@ -127,7 +129,7 @@ class App:
             # Not campaigning yet: the overnight scheduler starts it, so CLI commands never lead.
             leadership=leadership_for(store),
         )
-        self.gateway = Gateway(self.services)
+        self.gateway = self._gateway_factory(self.services)
         await self._watch(store)
         # A lease left by a crashed process would hold every compaction of its session.
         await compactor.leases.reclaim_dead()

@@ -8,6 +8,7 @@ import logging
 import os
 import sys
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from bot import store_cli
 from bot.config import Config, exit_on_config_error, load_config
@@ -17,7 +18,13 @@ from bot.log_format import log_handler
 from bot.log_redaction import config_secrets, install_log_redaction
 from bot.store.base import StoreError
 
+if TYPE_CHECKING:
+    from bot import plugins
+
 log = logging.getLogger("compactbot")
+
+# Long-running services log at INFO; everything else is quiet unless asked.
+SERVICE_COMMANDS = ("run", "worker", "ingress")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -27,6 +34,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sub = parser.add_subparsers(dest="command")
     sub.add_parser("run", help="start every configured platform (console room when none)")
+
+    worker = sub.add_parser("worker", help="answer turns from PostgreSQL (several processes)")
+    worker.add_argument(
+        "--shards", type=shard_ids, metavar="IDS", help="Discord shard ids, e.g. 0-3 or 0,2,5"
+    )
+    worker.add_argument("--shard-count", type=int, metavar="N", help="Discord shards in all")
+    sub.add_parser("ingress", help="serve the Telegram webhook into PostgreSQL")
 
     console = sub.add_parser("console", help="a local group chat in this terminal")
     console.add_argument("--room", default="main", help="room name (its history persists)")
@@ -76,6 +90,34 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def shard_ids(text: str) -> tuple[int, ...]:
+    """`0-3` or `0,2,5` (or both, `0-3,8`) as shard ids."""
+    ids: list[int] = []
+    try:
+        for part in text.split(","):
+            first, _, last = part.partition("-")
+            ids.extend(range(int(first), int(last or first) + 1))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not shard ids: {text!r} (e.g. 0-3 or 0,2,5)") from None
+    if not ids or min(ids) < 0:
+        raise argparse.ArgumentTypeError(f"not shard ids: {text!r} (e.g. 0-3 or 0,2,5)")
+    return tuple(sorted(set(ids)))
+
+
+def worker_role(args: argparse.Namespace) -> plugins.Role | None:
+    """The worker's role from its flags; None (after one line on stderr) when they disagree."""
+    shards, count = args.shards, args.shard_count
+    if (shards is None) != (count is None):
+        print("compactbot worker: --shards and --shard-count go together", file=sys.stderr)
+        return None
+    if shards is not None and (count < 1 or max(shards) >= count):
+        print(f"compactbot worker: shard ids must be below --shard-count {count}", file=sys.stderr)
+        return None
+    from bot.plugins import Role
+
+    return Role("worker", shards, count)
+
+
 def configure_logging(config: Config, *, interactive: bool) -> None:
     """INFO for the service; the console and operator commands stay quiet unless asked."""
     explicit = "COMPACTBOT_LOG_LEVEL" in os.environ
@@ -96,7 +138,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     env = {**read_dotenv(), **os.environ}
     with exit_on_config_error():
         config = load_config(env)
-    quiet = command != "run" or (config.telegram.token is None and config.discord.token is None)
+    quiet = command not in SERVICE_COMMANDS or (
+        config.telegram.token is None and config.discord.token is None
+    )
     configure_logging(config, interactive=quiet)
     try:
         code = asyncio.run(_dispatch(command, args, config))
@@ -124,6 +168,13 @@ async def _dispatch(command: str, args: argparse.Namespace, config: Config) -> i
         return await run_doctor(config, live=args.live)
     if command == "run":
         return await modes.run(config)
+    if command in ("worker", "ingress"):
+        from bot import worker_mode
+
+        if command == "ingress":
+            return await worker_mode.ingress(config)
+        role = worker_role(args)
+        return await worker_mode.worker(config, role) if role is not None else 2
     if command == "store":
         return await store_cli.dispatch(args)
     if command == "console":

@@ -63,6 +63,7 @@ ENV_VARS: dict[str, str] = {
     "COMPACTBOT_LOG_FORMAT": "logging.format",
     "COMPACTBOT_METRICS_LISTEN": "metrics.listen",
     "COMPACTBOT_METRICS_CHAT_LABELS": "metrics.chat_labels",
+    "COMPACTBOT_TURN_LEASE_SECONDS": "gateway.turn_lease_seconds",
 }
 CONFIG_PATH_ENV = "COMPACTBOT_CONFIG"
 # Secrets come from the environment only, so a config file can be shared or committed safely.
@@ -204,6 +205,8 @@ DEFAULT_PERSONA = (
 
 class GatewayConfig(_Section):
     max_concurrent_chats: PositiveInt = 32
+    # `compactbot worker`: a dead worker's turn is taken over this long after its last renewal.
+    turn_lease_seconds: Annotated[float, Field(ge=2, le=600)] = 30.0
     allowed_chats: Annotated[tuple[str, ...], AfterValidator(check_chat_keys)] = ("*",)
     operators: Annotated[tuple[str, ...], AfterValidator(check_operator_ids)] = ()
     admin_cache_seconds: NonNegativeInt = 300

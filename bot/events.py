@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import contextlib
 from dataclasses import dataclass
-from typing import Literal, Protocol
+from typing import Literal, Protocol, runtime_checkable
 
 
 def chat_key(platform: str, chat_id: str, thread_id: str | None = None) -> str:
@@ -111,4 +111,14 @@ class Adapter(Protocol):
 
     def typing(self, target: ReplyTarget) -> contextlib.AbstractAsyncContextManager[None]:
         """Show a typing indicator for as long as the context is open."""
+        ...
+
+
+@runtime_checkable
+class IdempotentSender(Protocol):
+    """An adapter whose platform drops a repeated send with the same nonce (Discord's
+    enforce_nonce), so a send whose outcome is unknown may safely be made again."""
+
+    async def send_once(self, target: ReplyTarget, text: str, nonce: str) -> None:
+        """`send`, each part carrying a nonce derived from `nonce` (at most 20 characters)."""
         ...

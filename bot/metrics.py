@@ -117,6 +117,12 @@ class Metrics:
             ["platform"],
             registry=r,
         )
+        self.sends_unknown = Counter(
+            f"{PREFIX}_sends_unknown",
+            "Replies whose worker died mid-send: maybe delivered, never repeated.",
+            ["platform"],
+            registry=r,
+        )
         self.retry_after_waits = Counter(
             f"{PREFIX}_retry_after_waits", "Flood-control waits obeyed.", ["platform"], registry=r
         )
@@ -205,6 +211,9 @@ class Metrics:
 
     def send_failed(self, platform: str) -> None:
         self.send_failures.labels(platform).inc()
+
+    def send_unknown(self, platform: str) -> None:
+        self.sends_unknown.labels(platform).inc()
 
     def retry_after_waited(self, platform: str, seconds: float) -> None:
         self.retry_after_waits.labels(platform).inc()

@@ -7,7 +7,7 @@ import contextlib
 import logging
 import signal
 import sys
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import TextIO
 
 from bot import plugins
@@ -30,34 +30,53 @@ async def run(config: Config) -> int:
         platforms = plugins.configured_platforms(config, app.gateway)
         if not platforms:
             return await _console(app, room="main", admins=[CONSOLE_OWNER])
-        by_platform = {p.name: p for p in platforms}
+        return await serve(app, platforms)
 
-        async def notify(chat_key: str, text: str) -> None:
-            platform = by_platform.get(chat_key.split(":", 1)[0])
-            if platform is not None:
-                await platform.send(target_for(chat_key), text)
 
-        jobs: list[BackgroundJob] = [
-            job.schedule(app.services, app.gateway, notify) for job in plugins.jobs()
-        ]
-        stop = _stop_event()
-        started: list[Platform] = []
-        try:
-            for job in jobs:
-                await job.start()
-            for platform in platforms:
-                await platform.start()
-                started.append(platform)
-                app.readiness.watch_platform(platform)
-            log.info("serving: %s", ", ".join(p.name for p in started))
-            await stop.wait()
-            log.info("shutting down")
-        finally:
-            for platform in reversed(started):
-                with contextlib.suppress(Exception):
-                    await platform.stop()
-            for job in jobs:
-                await job.stop()
+async def serve(
+    app: App,
+    platforms: Sequence[Platform],
+    background: Sequence[BackgroundJob] = (),
+    *,
+    scheduled: bool = True,
+) -> int:
+    """Start the scheduled jobs (unless not `scheduled`), `platforms` and `background`; stop
+    them all on SIGINT/SIGTERM."""
+    by_platform = {p.name: p for p in platforms}
+
+    async def notify(chat_key: str, text: str) -> None:
+        platform = by_platform.get(chat_key.split(":", 1)[0])
+        if platform is not None:
+            await platform.send(target_for(chat_key), text)
+
+    jobs: list[BackgroundJob] = [
+        job.schedule(app.services, app.gateway, notify) for job in plugins.jobs() if scheduled
+    ]
+    stop = _stop_event()
+    started: list[Platform] = []
+    running: list[BackgroundJob] = []
+    try:
+        for job in jobs:
+            await job.start()
+        for platform in platforms:
+            await platform.start()
+            started.append(platform)
+            app.readiness.watch_platform(platform)
+        for extra in background:
+            await extra.start()
+            running.append(extra)
+        log.info("serving: %s", ", ".join(p.name for p in started))
+        await stop.wait()
+        log.info("shutting down")
+    finally:
+        for extra in reversed(running):
+            with contextlib.suppress(Exception):
+                await extra.stop()
+        for platform in reversed(started):
+            with contextlib.suppress(Exception):
+                await platform.stop()
+        for job in jobs:
+            await job.stop()
     return 0
 
 

@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable, Coroutine, Iterable
+from dataclasses import dataclass
 from importlib.metadata import entry_points
-from typing import TYPE_CHECKING, Any, Protocol, TextIO
+from typing import TYPE_CHECKING, Any, Literal, Protocol, TextIO
 
 from bot.compaction import CompactionReport
 from bot.config import Config
@@ -45,8 +46,21 @@ class Platform(Protocol):
     def connected(self) -> bool: ...
 
 
-# Builds the platform when the config has what it needs (its token), else None.
-PlatformFactory = Callable[[Config, Gateway], Platform | None]
+@dataclass(frozen=True, slots=True)
+class Role:
+    """The part a process plays (SPEC 15): `run` does everything; `worker` answers turns and
+    receives Discord on its shards; `ingress` serves the Telegram webhook."""
+
+    name: Literal["run", "worker", "ingress"] = "run"
+    shard_ids: tuple[int, ...] | None = None
+    shard_count: int | None = None
+
+
+RUN = Role()
+
+# Builds the platform when the config has what it needs (its token), else None. Factories are
+# called with `role=` only for the worker and ingress roles.
+PlatformFactory = Callable[..., Platform | None]
 ConsoleRunner = Callable[[Gateway, str, Iterable[str], TextIO | None], Coroutine[Any, Any, None]]
 
 
@@ -71,10 +85,10 @@ def _load(group: str) -> list[tuple[str, Any]]:
     return [(ep.name, ep.load()) for ep in sorted(entry_points(group=group), key=lambda e: e.name)]
 
 
-def configured_platforms(config: Config, gateway: Gateway) -> list[Platform]:
+def configured_platforms(config: Config, gateway: Gateway, role: Role = RUN) -> list[Platform]:
     platforms = []
     for name, factory in _load(PLATFORMS_GROUP):
-        platform = factory(config, gateway)
+        platform = factory(config, gateway) if role == RUN else factory(config, gateway, role=role)
         if platform is not None:
             log.debug("platform %s configured", name)
             platforms.append(platform)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
@@ -187,6 +187,14 @@ class UsageRow:
 
 
 @dataclass(frozen=True, slots=True)
+class InboxEntry:
+    """A durable turn to enqueue with its message (PostgreSQL workers; SPEC 15)."""
+
+    lane: str
+    payload: Mapping[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
 class IngestItem:
     """One inbound update for `ingest`: its dedup key, its chat, and the row to store (if any)."""
 
@@ -201,6 +209,8 @@ class IngestItem:
     is_group: bool = True
     # False when the caller knows the chat row already says this (saves a write per message).
     upsert_chat: bool = True
+    # Committed with the message, so a stored question is never left without its turn.
+    enqueue: InboxEntry | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -23,8 +23,10 @@ from bot.store.base import (
 from bot.store.hits import FETCH_FACTOR, clamp_limit, distinct_hits
 from bot.store.postgres_bookkeeping import PostgresBookkeeping
 from bot.store.postgres_database import PostgresDatabase, affected, redacted_dsn
+from bot.store.postgres_inbox import PostgresInbox
 from bot.store.postgres_limits import PostgresLimits
 from bot.store.postgres_memory import load_memory
+from bot.store.postgres_outbox import PostgresOutbox
 from bot.store.postgres_revisions import PostgresRevisions
 from bot.store.postgres_tables import PostgresTables
 from bot.store.postgres_writes import (
@@ -64,6 +66,14 @@ class PostgresStore(PostgresWrites, PostgresBookkeeping, PostgresRevisions, Post
     def cjk_trigrams(self) -> bool:
         """False when the database's ctype makes no trigrams of CJK text (search then scans)."""
         return self._db.cjk_trigrams
+
+    def inbox(self) -> PostgresInbox:
+        """The durable turn queue (workers, SPEC 15)."""
+        return PostgresInbox(self._db, self._clock)
+
+    def outbox(self) -> PostgresOutbox:
+        """What finished turns said, awaiting delivery."""
+        return PostgresOutbox(self._db, self._clock)
 
     def tables(self) -> PostgresTables:
         """Raw whole-table access, for `compactbot store copy`."""

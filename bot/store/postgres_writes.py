@@ -26,6 +26,7 @@ from bot.store.base import (
 from bot.store.postgres_bookkeeping import INSERT_EVENT_SQL, mark_processed, prune_processed
 from bot.store.postgres_database import PostgresDatabase, affected
 from bot.store.postgres_memory import write_memory
+from bot.store.postgres_queue_sql import NOTIFY_SQL, enqueue_turn
 from bot.store.sqlite_writes import event_params
 from compression.memory import Memory
 from compression.state import CompressorState
@@ -84,6 +85,7 @@ class PostgresWrites:
         results: list[IngestResult] = []
         # Per session of the batch: its row, its next seq, what the batch added.
         open_sessions: dict[tuple[str, str | None], _Appending] = {}
+        enqueued = False
         for item in items:
             if item.update_id is not None and not await mark_processed(
                 conn, item.platform, item.update_id, now
@@ -101,9 +103,15 @@ class PostgresWrites:
                     now,
                 )
             appending = await _appending(conn, item, now, open_sessions)
-            results.append(await appending.add(conn, item.message, now))
+            result = await appending.add(conn, item.message, now)
+            if item.enqueue is not None and result.message_id is not None:
+                await enqueue_turn(conn, item, result, now)
+                enqueued = True
+            results.append(result)
         for appending in open_sessions.values():
             await appending.flush(conn, now)
+        if enqueued:
+            await conn.execute(NOTIFY_SQL)
         return results, await prune_processed(conn, now, self._last_prune)
 
     async def append_messages(self, session_id: int, messages: Sequence[NewMessage]) -> list[int]:
@@ -116,7 +124,7 @@ class PostgresWrites:
         now = self._clock()
 
         async def append_all(conn: PooledConnection) -> list[list[int]]:
-            return [await _append(conn, sid, messages, now) for sid, messages in items]
+            return [await append_rows(conn, sid, messages, now) for sid, messages in items]
 
         return await self._db.retried(append_all)
 
@@ -285,7 +293,7 @@ class _Appending:
             await conn.execute(_ADD_TOTALS_SQL, self.tokens, self.messages, now, self.session.id)
 
 
-async def _append(
+async def append_rows(
     conn: PooledConnection, session_id: int, messages: Sequence[NewMessage], now: float
 ) -> list[int]:
     if not messages:

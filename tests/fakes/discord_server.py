@@ -65,6 +65,8 @@ class FakeDiscord:
         self.moderator_role_id = guild_id + 1  # Manage Server + Manage Messages
         self.snowflake = Snowflakes()
         self.calls: list[RestCall] = []
+        # (monotonic time, IDENTIFY payload) per gateway login, for sharding and pacing tests.
+        self.identifies: list[tuple[float, dict[str, Any]]] = []
         self.sent: asyncio.Queue[SentDiscordMessage] = asyncio.Queue()
         self.sent_log: list[SentDiscordMessage] = []
         self.edit_log: list[SentDiscordMessage] = []
@@ -278,11 +280,12 @@ class FakeDiscord:
             if op == OP_HEARTBEAT:
                 await ws.send_json({"op": OP_HEARTBEAT_ACK})
             elif op == OP_IDENTIFY:
+                self.identifies.append((time.monotonic(), dict(payload["d"])))
                 if payload["d"].get("token") != self.token:
                     await ws.close(code=AUTH_FAILED_CLOSE_CODE, message=b"Authentication failed.")
                     break
                 self._sockets.append(ws)
-                await self._ready(ws)
+                await self._ready(ws, payload["d"].get("shard"))
             elif op == OP_RESUME:
                 self._sockets.append(ws)
                 self._seq += 1
@@ -292,8 +295,9 @@ class FakeDiscord:
             self._sockets.remove(ws)
         return ws
 
-    async def _ready(self, ws: web.WebSocketResponse) -> None:
+    async def _ready(self, ws: web.WebSocketResponse, shard: list[int] | None = None) -> None:
         ready = {
+            **({"shard": shard} if shard else {}),
             "v": 10,
             "user": self.bot_user,
             "session_id": "fake-session",

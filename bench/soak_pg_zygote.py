@@ -1,0 +1,55 @@
+"""Forks `compactbot worker` / `compactbot ingress` processes from one preloaded interpreter.
+
+    python -m bench.soak_pg_zygote      (environment: the bot's settings)
+
+stdin commands, one per line: `spawn ROLE LOGFILE` forks a child running `bot.cli.main([ROLE])`
+with stderr appended to LOGFILE and prints `spawned PID`; `wait PID` reaps it and prints
+`exited PID CODE` (negative: the signal). The soak restarts a killed worker at once: importing
+the bot per start would cost over a second of a shared 2-core machine each time, and a child
+left unreaped would look alive to the lease reclaim that checks its pid.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import adapters.telegram
+import bot.cli
+import bot.worker_mode
+import scheduler.overnight
+
+PRELOADED = (adapters.telegram, bot.worker_mode, scheduler.overnight)
+
+
+def spawn(role: str, log_path: str) -> int:
+    pid = os.fork()
+    if pid:
+        return pid
+    code = 1
+    try:
+        devnull = os.open(os.devnull, os.O_RDWR)
+        log = os.open(log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        os.dup2(devnull, 0)
+        os.dup2(devnull, 1)
+        os.dup2(log, 2)
+        bot.cli.main([role])
+    except SystemExit as exit_:
+        code = exit_.code if isinstance(exit_.code, int) else 1
+    finally:
+        os._exit(code)
+    return 0  # not reached: the child always leaves through os._exit
+
+
+def main() -> None:
+    for line in sys.stdin:
+        command, *args = line.split()
+        if command == "spawn":
+            print(f"spawned {spawn(args[0], args[1])}", flush=True)
+        elif command == "wait":
+            _, status = os.waitpid(int(args[0]), 0)
+            print(f"exited {args[0]} {os.waitstatus_to_exitcode(status)}", flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,97 @@
+"""Delivering the reply outbox: mark sending (committed), send, record the outcome.
+
+Any worker delivers any chat's pending rows, oldest first per chat. A row its sender left
+`sending` (the worker died mid-send) may already be in the chat: it is marked unknown, logged
+once and counted, and never sent again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Mapping
+
+from bot.events import Adapter, DeliveryError, IdempotentSender, ReplyTarget
+from bot.metrics import Metrics
+from bot.store.postgres_outbox import OutboxRow, PostgresOutbox
+
+log = logging.getLogger(__name__)
+
+# A send, with the adapter's own retries and flood-control waits, finishes well within this.
+SEND_LEASE_SECONDS = 90.0
+# How long Discord remembers a nonce is "a few minutes"; a resend waits out the lease first.
+NONCE_WINDOW_SECONDS = 180.0
+BATCH = 32
+
+
+class OutboxSender:
+    def __init__(
+        self,
+        outbox: PostgresOutbox,
+        adapters: Mapping[str, Adapter],
+        metrics: Metrics,
+        holder: str,
+        *,
+        lease_seconds: float = SEND_LEASE_SECONDS,
+    ) -> None:
+        self._outbox = outbox
+        self._adapters = adapters
+        self._metrics = metrics
+        self._holder = holder
+        self._lease_seconds = lease_seconds
+
+    async def run(self, wake: asyncio.Event) -> None:
+        """Deliver whenever woken, until cancelled."""
+        while True:
+            await wake.wait()
+            wake.clear()
+            try:
+                await self.deliver()
+            except Exception:
+                log.exception("outbox delivery failed; trying again on the next wake-up")
+
+    async def deliver(self) -> int:
+        """Send everything deliverable now; how many rows were sent."""
+        resend = [p for p, a in self._adapters.items() if isinstance(a, IdempotentSender)]
+        for row in await self._outbox.abandon_stale(resend, NONCE_WINDOW_SECONDS):
+            if row.resent:
+                log.info(
+                    "reply %d to %s: its sender died; sent again, same nonce", row.id, row.chat_key
+                )
+                continue
+            log.warning(
+                "reply %d to %s may or may not have been delivered (its sender died mid-send);"
+                " not sending it again",
+                row.id,
+                row.chat_key,
+            )
+            self._metrics.send_unknown(row.platform)
+        sent = 0
+        platforms = list(self._adapters)
+        while rows := await self._outbox.claim(self._holder, BATCH, self._lease_seconds, platforms):
+            # At most one row per chat is claimed at a time, so chats are sent concurrently.
+            outcomes = await asyncio.gather(*(self._send(row) for row in rows))
+            sent += sum(outcomes)
+        return sent
+
+    async def _send(self, row: OutboxRow) -> bool:
+        adapter = self._adapters[row.platform]
+        target = ReplyTarget(**row.target)
+        try:
+            if isinstance(adapter, IdempotentSender):
+                await adapter.send_once(target, row.text, row.nonce)
+            else:
+                await adapter.send(target, row.text)
+        except DeliveryError:
+            log.error("reply could not be delivered (chat=%s)", row.chat_key)
+            self._metrics.send_failed(row.platform)
+            await self._outbox.settle(row.id, self._holder, "failed")
+            return False
+        except Exception:
+            # It may have reached the chat before the error: the same rule as a dead sender.
+            log.exception("reply %d to %s: outcome unknown, not resent", row.id, row.chat_key)
+            self._metrics.send_unknown(row.platform)
+            await self._outbox.settle(row.id, self._holder, "unknown")
+            return False
+        await self._outbox.settle(row.id, self._holder, "sent")
+        return True

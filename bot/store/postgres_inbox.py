@@ -1,0 +1,231 @@
+"""The durable turn queue on PostgreSQL: claim, renew, release and the fenced last commit.
+
+Every chat (lane) is a FIFO; only its oldest unfinished job may be claimed, so a chat runs one
+job at a time on whichever worker claimed it. A claim is a lease: its holder renews it, and when
+the holder dies another worker claims the job again once the lease has run out. `attempts` grows
+with every claim, so (id, holder, attempts) fences a stale owner out of every later write.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from bot.store.base import NewMessage
+from bot.store.postgres_database import PostgresDatabase, affected
+from bot.store.postgres_queue_sql import CHANNEL_SQL, INSERT_JOB_SQL, NOTIFY_SQL
+from bot.store.postgres_writes import append_rows
+
+if TYPE_CHECKING:
+    from bot.store.postgres_database import PooledConnection
+
+# One statement: the oldest unfinished job of each lane that is free (new, or its lease ran out),
+# locked with SKIP LOCKED so concurrent claimers never wait on (or take) each other's rows.
+_CLAIM_SQL = """
+UPDATE turn_inbox SET state = 'doing', holder = $1, lease_until = $2::float8 + $3::float8,
+    attempts = attempts + 1
+WHERE id IN (
+    SELECT t.id FROM turn_inbox t
+    WHERE t.state <> 'done' AND (t.state = 'todo' OR t.lease_until < $2)
+      AND NOT EXISTS (
+          SELECT 1 FROM turn_inbox o WHERE o.lane = t.lane AND o.state <> 'done' AND o.id < t.id
+      )
+      AND split_part(t.chat_key, ':', 1) = ANY($5::text[])
+    ORDER BY t.id LIMIT $4
+    FOR UPDATE SKIP LOCKED
+)
+RETURNING id, lane, chat_key, kind, payload, attempts
+"""
+# Discord takes nonces of up to 25 characters; a multi-part send appends its part number.
+NONCE_CHARS = 20
+_FENCE = "id = $1 AND holder = $2 AND attempts = $3 AND state = 'doing'"
+_INSERT_SAY_SQL = (
+    "INSERT INTO reply_outbox(inbox_id, lane, chat_key, platform, target, text, nonce, created_at)"
+    " VALUES ($1, $2, $3, $4, $5::jsonb, $6, $7, $8)"
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Fence:
+    """Who owns a claimed job; writes conditioned on it change nothing once it is stale."""
+
+    job_id: int
+    holder: str
+    attempts: int
+
+
+@dataclass(frozen=True, slots=True)
+class Say:
+    """One message for a chat, written to the outbox with the job that produced it."""
+
+    platform: str
+    target: Mapping[str, Any]
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class InboxJob:
+    id: int
+    lane: str
+    chat_key: str
+    kind: str  # turn | send
+    payload: Mapping[str, Any]
+    fence: Fence
+
+
+class PostgresInbox:
+    """The queue's statements; times come from the store's clock (seconds)."""
+
+    def __init__(self, db: PostgresDatabase, clock: Callable[[], float]) -> None:
+        self._db = db
+        self._clock = clock
+
+    async def channel(self) -> str:
+        """The NOTIFY channel that wakes this schema's workers."""
+        row = await self._db.fetchone(CHANNEL_SQL)
+        return str(row[0])
+
+    async def enqueue_sends(self, lane: str, chat_key: str, says: Sequence[Say]) -> None:
+        """Command replies, queued behind the chat's turns so they keep the chat's order."""
+        if not says:
+            return
+        now = self._clock()
+        async with self._db.transaction() as conn:
+            for say in says:
+                await conn.execute(
+                    INSERT_JOB_SQL, lane, chat_key, "send", json.dumps(_say_json(say)), now
+                )
+            await conn.execute(NOTIFY_SQL)
+
+    async def claim(
+        self, holder: str, limit: int, ttl_seconds: float, platforms: Sequence[str]
+    ) -> list[InboxJob]:
+        """Up to `limit` jobs of chats on `platforms` (those this worker can answer on)."""
+        if limit <= 0:
+            return []
+        async with self._db.transaction() as conn:
+            found = await conn.fetch(
+                _CLAIM_SQL, holder, self._clock(), ttl_seconds, limit, list(platforms)
+            )
+        jobs = [
+            InboxJob(
+                int(r["id"]),
+                r["lane"],
+                r["chat_key"],
+                r["kind"],
+                json.loads(r["payload"]),
+                Fence(int(r["id"]), holder, int(r["attempts"])),
+            )
+            for r in found
+        ]
+        return sorted(jobs, key=lambda job: job.id)
+
+    async def renew(self, fence: Fence, ttl_seconds: float) -> bool:
+        """Extend a live lease; False once it ran out or another worker took the job."""
+        now = self._clock()
+        async with self._db.transaction() as conn:
+            status = await conn.execute(
+                "UPDATE turn_inbox SET lease_until = $4::float8 + $5::float8"
+                f" WHERE {_FENCE} AND lease_until > $4",
+                fence.job_id,
+                fence.holder,
+                fence.attempts,
+                now,
+                ttl_seconds,
+            )
+        return affected(status) == 1
+
+    async def release(self, fence: Fence) -> None:
+        """Hand a job back untouched (shutdown), so another worker claims it at once."""
+        async with self._db.transaction() as conn:
+            status = await conn.execute(
+                f"UPDATE turn_inbox SET state = 'todo', holder = NULL, lease_until = 0"
+                f" WHERE {_FENCE}",
+                fence.job_id,
+                fence.holder,
+                fence.attempts,
+            )
+            if affected(status):
+                await conn.execute(NOTIFY_SQL)
+
+    async def finish(
+        self,
+        job: InboxJob,
+        *,
+        session_id: int | None = None,
+        replies: Sequence[NewMessage] = (),
+        says: Sequence[Say] = (),
+    ) -> bool:
+        """The job's last transaction: its reply rows, its outbox rows and its end, or nothing
+        at all when the fence is stale (the job was taken over)."""
+        now = self._clock()
+        fence = job.fence
+        async with self._db.transaction() as conn:
+            owned = await conn.fetchval(
+                f"SELECT 1 FROM turn_inbox WHERE {_FENCE} FOR UPDATE",
+                fence.job_id,
+                fence.holder,
+                fence.attempts,
+            )
+            if owned is None:
+                return False
+            if replies:
+                assert session_id is not None
+                await append_rows(conn, session_id, replies, now)
+            await _insert_says(conn, job, says, now)
+            await conn.execute(
+                "UPDATE turn_inbox SET state = 'done', done_at = $2, lease_until = 0 WHERE id = $1",
+                fence.job_id,
+                now,
+            )
+            await conn.execute(NOTIFY_SQL)
+        return True
+
+    async def prune(self, keep_seconds: float) -> int:
+        """Forget finished jobs and settled replies older than `keep_seconds`; how many jobs."""
+        before = self._clock() - keep_seconds
+        async with self._db.transaction() as conn:
+            await conn.execute(
+                "DELETE FROM reply_outbox WHERE state IN ('sent', 'failed', 'unknown')"
+                " AND created_at < $1",
+                before,
+            )
+            status = await conn.execute(
+                "DELETE FROM turn_inbox t WHERE t.state = 'done' AND t.done_at < $1"
+                " AND NOT EXISTS (SELECT 1 FROM reply_outbox r WHERE r.inbox_id = t.id)",
+                before,
+            )
+        return affected(status)
+
+    async def unfinished(self) -> int:
+        """Jobs not yet done (for status and tests)."""
+        row = await self._db.fetchone("SELECT count(*) FROM turn_inbox WHERE state <> 'done'")
+        return int(row[0])
+
+
+async def _insert_says(
+    conn: PooledConnection, job: InboxJob, says: Sequence[Say], now: float
+) -> None:
+    for say in says:
+        await conn.execute(
+            _INSERT_SAY_SQL,
+            job.id,
+            job.lane,
+            job.chat_key,
+            say.platform,
+            json.dumps(dict(say.target)),
+            say.text,
+            uuid.uuid4().hex[:NONCE_CHARS],
+            now,
+        )
+
+
+def _say_json(say: Say) -> dict[str, Any]:
+    return {"platform": say.platform, "target": dict(say.target), "text": say.text}
+
+
+def say_from_json(raw: Mapping[str, Any]) -> Say:
+    return Say(str(raw["platform"]), dict(raw["target"]), str(raw["text"]))

@@ -1,0 +1,135 @@
+"""`compactbot worker` and `compactbot ingress`: the roles of several processes on PostgreSQL.
+
+The ingress serves the Telegram webhook and commits each update with its turn; workers claim
+turns from the database, answer them, and deliver the outbox (and receive Discord on their
+shards). Both refuse SQLite: durable turns are a PostgreSQL feature (`compactbot run` keeps
+in-process lanes).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import socket
+import sys
+import uuid
+from typing import cast
+
+from bot import modes, plugins
+from bot.app import App
+from bot.config import Config
+from bot.durable_gateway import DurableGateway
+from bot.durable_turns import TurnConsumer
+from bot.events import Adapter
+from bot.gateway import Gateway
+from bot.outbox import OutboxSender
+from bot.plugins import Platform, Role
+from bot.services import Services
+from bot.store import PostgresStore
+from bot.store.backends import parse_store_url
+from bot.work_wakeup import WorkWakeup
+
+log = logging.getLogger(__name__)
+
+EXIT_USAGE = 2
+
+
+def holder_name() -> str:
+    """This process among the workers, in leases and logs."""
+    return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
+
+
+async def worker(config: Config, role: Role) -> int:
+    if not _on_postgres(config, "worker"):
+        return EXIT_USAGE
+    async with App(config, gateway_factory=_durable) as app:
+        await app.start_operator_endpoint()
+        platforms = plugins.configured_platforms(config, app.gateway, role)
+        if not platforms:
+            print("compactbot worker: no platform configured (a bot token)", file=sys.stderr)
+            return EXIT_USAGE
+        work = DurableWork(app, platforms)
+        return await modes.serve(app, platforms, [work])
+
+
+async def ingress(config: Config) -> int:
+    if not _on_postgres(config, "ingress"):
+        return EXIT_USAGE
+    async with App(config, gateway_factory=_durable) as app:
+        await app.start_operator_endpoint()
+        platforms = plugins.configured_platforms(config, app.gateway, Role("ingress"))
+        if not platforms:
+            print("compactbot ingress: no Telegram bot token (TELEGRAM_BOT_TOKEN)", file=sys.stderr)
+            return EXIT_USAGE
+        # Scheduled jobs run in workers (the leader among them), not here.
+        return await modes.serve(app, platforms, scheduled=False)
+
+
+class DurableWork:
+    """The worker's background part: wake-ups, the turn consumer and the outbox sender."""
+
+    def __init__(self, app: App, platforms: list[Platform]) -> None:
+        gateway = app.gateway
+        assert isinstance(gateway, DurableGateway)
+        store = app.services.store
+        assert isinstance(store, PostgresStore)
+        self._store = store
+        self._gateway = gateway
+        # Every platform a worker starts is an Adapter too (Telegram, Discord).
+        self._adapters = {p.name: cast(Adapter, p) for p in platforms}
+        self._holder = holder_name()
+        self._max_jobs = app.config.gateway.max_concurrent_chats
+        self._lease_seconds = app.config.gateway.turn_lease_seconds
+        self._metrics = app.metrics
+        self._wakeup: WorkWakeup | None = None
+        self._tasks: list[asyncio.Task[None]] = []
+
+    async def start(self) -> None:
+        inbox = self._store.inbox()
+        wakeup = WorkWakeup(self._store.dsn, await inbox.channel())
+        turns_wake, sends_wake = wakeup.event(), wakeup.event()
+        consumer = TurnConsumer(
+            self._gateway,
+            inbox,
+            self._adapters,
+            holder=self._holder,
+            max_jobs=self._max_jobs,
+            lease_seconds=self._lease_seconds,
+            on_finished=sends_wake,
+        )
+        sender = OutboxSender(self._store.outbox(), self._adapters, self._metrics, self._holder)
+        wakeup.start()
+        self._wakeup = wakeup
+        self._tasks = [
+            asyncio.create_task(consumer.run(turns_wake), name="turn-consumer"),
+            asyncio.create_task(sender.run(sends_wake), name="outbox-sender"),
+        ]
+        log.info("worker %s: answering turns (up to %d at once)", self._holder, self._max_jobs)
+
+    async def stop(self) -> None:
+        for task in self._tasks:
+            task.cancel()
+        for task in self._tasks:
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        if self._wakeup is not None:
+            await self._wakeup.stop()
+
+
+def _durable(services: Services) -> Gateway:
+    store = services.store
+    assert isinstance(store, PostgresStore)  # _on_postgres checked the URL
+    return DurableGateway(services, store.inbox())
+
+
+def _on_postgres(config: Config, command: str) -> bool:
+    if parse_store_url(config.storage.database).backend == "postgresql":
+        return True
+    print(
+        f"compactbot {command}: needs PostgreSQL (COMPACTBOT_DB=postgresql://…);"
+        " on SQLite use `compactbot run`",
+        file=sys.stderr,
+    )
+    return False
