@@ -82,7 +82,7 @@ async def test_a_worker_answers_and_delivers_through_the_outbox(app: App) -> Non
     )
     assert await consumer.claim_and_start() == 1
     await consumer.join()
-    sender = OutboxSender(store.outbox(), adapters, app.metrics, "w1")
+    sender = OutboxSender(store.outbox(), adapters, app.metrics, "w1", lease_seconds=LEASE)
     assert await sender.deliver() == 1
     [(target, text)] = adapter.sent
     assert target.chat_id == "g1" and text
