@@ -17,8 +17,11 @@ from bot.store.postgres_outbox import OutboxRow, PostgresOutbox
 
 log = logging.getLogger(__name__)
 
-# A send, with the adapter's own retries and flood-control waits, finishes well within this.
-SEND_LEASE_SECONDS = 90.0
+# A send, with the adapter's own retries and flood-control waits, finishes well within this
+# many turn leases (the workers' one setting for how soon a dead worker's work is taken over).
+SEND_LEASE_TURN_LEASES = 3
+# On shutdown, a send already begun gets this long to finish and record its outcome.
+STOP_DRAIN_SECONDS = 10.0
 # How long Discord remembers a nonce is "a few minutes"; a resend waits out the lease first.
 NONCE_WINDOW_SECONDS = 180.0
 BATCH = 32
@@ -32,23 +35,30 @@ class OutboxSender:
         metrics: Metrics,
         holder: str,
         *,
-        lease_seconds: float = SEND_LEASE_SECONDS,
+        lease_seconds: float,
     ) -> None:
         self._outbox = outbox
         self._adapters = adapters
         self._metrics = metrics
         self._holder = holder
         self._lease_seconds = lease_seconds
+        self._stopping = False
 
     async def run(self, wake: asyncio.Event) -> None:
-        """Deliver whenever woken, until cancelled."""
-        while True:
+        """Deliver whenever woken, until `stop`."""
+        while not self._stopping:
             await wake.wait()
             wake.clear()
+            if self._stopping:
+                return
             try:
                 await self.deliver()
             except Exception:
                 log.exception("outbox delivery failed; trying again on the next wake-up")
+
+    def stop(self) -> None:
+        """Claim nothing more; what is being sent still gets its outcome recorded."""
+        self._stopping = True
 
     async def deliver(self) -> int:
         """Send everything deliverable now; how many rows were sent."""
@@ -68,7 +78,9 @@ class OutboxSender:
             self._metrics.send_unknown(row.platform)
         sent = 0
         platforms = list(self._adapters)
-        while rows := await self._outbox.claim(self._holder, BATCH, self._lease_seconds, platforms):
+        while not self._stopping and (
+            rows := await self._outbox.claim(self._holder, BATCH, self._lease_seconds, platforms)
+        ):
             # At most one row per chat is claimed at a time, so chats are sent concurrently.
             outcomes = await asyncio.gather(*(self._send(row) for row in rows))
             sent += sum(outcomes)

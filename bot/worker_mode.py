@@ -24,7 +24,7 @@ from bot.durable_gateway import DurableGateway
 from bot.durable_turns import TurnConsumer
 from bot.events import Adapter
 from bot.gateway import Gateway
-from bot.outbox import OutboxSender
+from bot.outbox import SEND_LEASE_TURN_LEASES, STOP_DRAIN_SECONDS, OutboxSender
 from bot.plugins import Platform, Role
 from bot.services import Services
 from bot.store import PostgresStore
@@ -84,7 +84,10 @@ class DurableWork:
         self._lease_seconds = app.config.gateway.turn_lease_seconds
         self._metrics = app.metrics
         self._wakeup: WorkWakeup | None = None
-        self._tasks: list[asyncio.Task[None]] = []
+        self._sender: OutboxSender | None = None
+        self._sends_wake = asyncio.Event()
+        self._consumer_task: asyncio.Task[None] | None = None
+        self._sender_task: asyncio.Task[None] | None = None
 
     async def start(self) -> None:
         inbox = self._store.inbox()
@@ -99,21 +102,32 @@ class DurableWork:
             lease_seconds=self._lease_seconds,
             on_finished=sends_wake,
         )
-        sender = OutboxSender(self._store.outbox(), self._adapters, self._metrics, self._holder)
+        sender = OutboxSender(
+            self._store.outbox(),
+            self._adapters,
+            self._metrics,
+            self._holder,
+            lease_seconds=SEND_LEASE_TURN_LEASES * self._lease_seconds,
+        )
         wakeup.start()
-        self._wakeup = wakeup
-        self._tasks = [
-            asyncio.create_task(consumer.run(turns_wake), name="turn-consumer"),
-            asyncio.create_task(sender.run(sends_wake), name="outbox-sender"),
-        ]
+        self._wakeup, self._sender, self._sends_wake = wakeup, sender, sends_wake
+        self._consumer_task = asyncio.create_task(consumer.run(turns_wake), name="turn-consumer")
+        self._sender_task = asyncio.create_task(sender.run(sends_wake), name="outbox-sender")
         log.info("worker %s: answering turns (up to %d at once)", self._holder, self._max_jobs)
 
     async def stop(self) -> None:
-        for task in self._tasks:
-            task.cancel()
-        for task in self._tasks:
+        """Hand running turns back, let a send in progress finish, then stop listening."""
+        if self._consumer_task is not None:
+            self._consumer_task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
-                await task
+                await self._consumer_task
+        if self._sender is not None and self._sender_task is not None:
+            self._sender.stop()
+            self._sends_wake.set()
+            try:
+                await asyncio.wait_for(self._sender_task, STOP_DRAIN_SECONDS)
+            except (TimeoutError, asyncio.CancelledError):
+                log.warning("worker %s: a send did not finish before shutdown", self._holder)
         if self._wakeup is not None:
             await self._wakeup.stop()
 

@@ -3,6 +3,7 @@ commands run where they arrive, in order, and their replies queue behind the cha
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -82,7 +83,7 @@ async def test_a_worker_answers_and_delivers_through_the_outbox(app: App) -> Non
     )
     assert await consumer.claim_and_start() == 1
     await consumer.join()
-    sender = OutboxSender(store.outbox(), adapters, app.metrics, "w1")
+    sender = OutboxSender(store.outbox(), adapters, app.metrics, "w1", lease_seconds=LEASE)
     assert await sender.deliver() == 1
     [(target, text)] = adapter.sent
     assert target.chat_id == "g1" and text
@@ -90,3 +91,15 @@ async def test_a_worker_answers_and_delivers_through_the_outbox(app: App) -> Non
     assert [m.role for m in history] == ["user", "assistant"]
     assert history[-1].text == text
     assert await store.inbox().unfinished() == 0
+
+
+async def test_a_stopped_sender_returns_when_woken(app: App) -> None:
+    adapter = RecordingAdapter()
+    store = app.services.store
+    assert isinstance(store, PostgresStore)
+    sender = OutboxSender(store.outbox(), {"test": adapter}, app.metrics, "w1", lease_seconds=LEASE)
+    wake = asyncio.Event()
+    running = asyncio.create_task(sender.run(wake))
+    sender.stop()
+    wake.set()
+    await asyncio.wait_for(running, 5)
