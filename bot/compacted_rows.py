@@ -45,5 +45,7 @@ def to_rows(
                 "created_at": original.created_at,
             }
         tokens = original.tokens if verbatim and original else counter.count_message(message)
+        if verbatim and original and original.hints is not None:
+            extra["hints"] = original.hints  # the same form, so the same hints
         rows.append(NewMessage.from_openai(message, tokens, kind=kind, **extra))
     return rows

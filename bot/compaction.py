@@ -20,6 +20,7 @@ from bot.store.base import (
     SessionRecord,
     StateDelta,
     Store,
+    StoredMessage,
 )
 from compression import (
     CompressionResult,
@@ -28,6 +29,7 @@ from compression import (
     Summarizer,
 )
 from compression.memory import Memory
+from compression.message_hints import message_hints
 from compression.state import CompressorState
 from compression.tokens import TokenCounter
 from compression.transcript import content_text
@@ -235,8 +237,9 @@ class SessionCompactor:
         compressor = self.build_compressor(job.settings, before, own_usage)
         system = {"role": "system", "content": job.system_prompt}
         messages = [system, *(m.to_openai() for m in considered)]
-        # The stored counts, so compress() tokenizes nothing that was stored.
+        # The stored counts and hints, so compress() tokenizes and scans nothing that was stored.
         counts = [self._counter.count_message(system), *(m.tokens for m in considered)]
+        hints = _stored_hints(messages, considered)
         memory = await self._store.load_memory(session.id)
         try:
             result = await compressor.compress(
@@ -245,6 +248,7 @@ class SessionCompactor:
                 force=job.force,
                 pins=pins,
                 token_counts=counts,
+                hints=hints,
                 urgent=job.urgent,
                 **await memory_inputs(self._store, session.id, memory, considered),
             )
@@ -409,6 +413,18 @@ async def _unless_lost(work: Coroutine[Any, Any, _Outcome], lost: asyncio.Event)
     if lost.is_set() or task.cancelled():
         raise LeaseLost
     return task.result()
+
+
+def _stored_hints(messages: list[dict[str, Any]], considered: list[StoredMessage]) -> list[int]:
+    """Hints for [system, *considered]: the stored ones, computed now where a row has none.
+
+    A row stored before migration 11 costs here what compress() would spend on it anyway, so
+    one such row does not make the whole call go without hints.
+    """
+    hints = [message_hints(messages[0])]
+    for message, row in zip(messages[1:], considered, strict=True):
+        hints.append(row.hints if row.hints is not None else message_hints(message))
+    return hints
 
 
 def _changes(before: CompressorState, after: CompressorState) -> StateDelta | None:

@@ -13,6 +13,7 @@ from bot.events import InboundMessage
 from bot.media import MediaLimits, placeholder, read_media, with_media
 from bot.services import Services
 from bot.store.base import Store
+from compression.message_hints import message_hints
 
 # A quote is context, not the conversation: long originals are cut to this.
 QUOTE_MAX_CHARS = 400
@@ -74,8 +75,9 @@ async def enrich_media(
     # Only a message the bot will answer carries its images, and only until that answer.
     images = read.image_parts if message.addressed else ()
     content = with_media(text, read.notes, images)
-    tokens = services.counter.count_message({"role": "user", "content": content})
-    await services.store.set_message_content(message_id, content, tokens)
+    user = {"role": "user", "content": content}
+    tokens = services.counter.count_message(user)
+    await services.store.set_message_content(message_id, content, tokens, message_hints(user))
 
 
 async def drop_images(services: Services, message: InboundMessage) -> None:
@@ -89,8 +91,9 @@ async def drop_images(services: Services, message: InboundMessage) -> None:
         p.get("text", "") for p in row.content if isinstance(p, dict) and p.get("type") == "text"
     ]
     content = "\n".join(t for t in texts if t)
-    tokens = services.counter.count_message({"role": "user", "content": content})
-    await services.store.set_message_content(row.id, content, tokens)
+    user = {"role": "user", "content": content}
+    tokens = services.counter.count_message(user)
+    await services.store.set_message_content(row.id, content, tokens, message_hints(user))
 
 
 def _clip(text: str) -> str:

@@ -62,10 +62,10 @@ def stored_row(
         return None
     shared = message.is_group and settings.memory_scope == "shared"
     content = transcript_text(message, shared=shared, quote=quote)
-    return NewMessage(
-        role="user",
-        content=content,
-        tokens=counter.count_message({"role": "user", "content": content}),
+    user = {"role": "user", "content": content}
+    return NewMessage.from_openai(
+        user,
+        counter.count_message(user),
         author_id=message.author_id,
         author_name=message.author_name,
         platform_message_id=message.platform_message_id,

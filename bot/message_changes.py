@@ -12,6 +12,7 @@ import logging
 from bot.events import InboundMessage
 from bot.inbound_text import reply_quote, transcript_text
 from bot.services import Services
+from compression.message_hints import message_hints
 
 log = logging.getLogger(__name__)
 
@@ -26,9 +27,13 @@ async def apply_edit(services: Services, message: InboundMessage) -> bool:
     shared = message.is_group and settings.memory_scope == "shared"
     quote = await reply_quote(services.store, message)
     content = transcript_text(message, shared=shared, quote=quote)
-    tokens = services.counter.count_message({"role": "user", "content": content})
+    user = {"role": "user", "content": content}
     changed = await services.store.edit_platform_message(
-        message.chat_key, message.platform_message_id, content, tokens
+        message.chat_key,
+        message.platform_message_id,
+        content,
+        services.counter.count_message(user),
+        message_hints(user),
     )
     log.info("message edit %s (chat=%s)", "stored" if changed else "unknown", message.chat_key)
     return changed

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal, Protocol
 
 from bot.store.shared_limits import SharedLimits
 from compression.memory import Memory
+from compression.message_hints import message_hints
 from compression.state import CompressorState
 
 MessageKind = Literal["message", "summary", "note"]
@@ -59,6 +60,24 @@ class DeadLetter:
     payload: str  # the raw update as received, truncated to MAX_PAYLOAD_CHARS
 
 
+def openai_form(
+    role: str,
+    content: Any,
+    tool_calls: list[dict[str, Any]] | None,
+    tool_call_id: str | None,
+    name: str | None,
+) -> dict[str, Any]:
+    """The wire-format dict of a stored row (no storage fields)."""
+    out: dict[str, Any] = {"role": role, "content": content}
+    if tool_calls:
+        out["tool_calls"] = tool_calls
+    if tool_call_id is not None:
+        out["tool_call_id"] = tool_call_id
+    if name is not None and role == "tool":
+        out["name"] = name
+    return out
+
+
 @dataclass(frozen=True, slots=True)
 class NewMessage:
     role: str
@@ -72,12 +91,15 @@ class NewMessage:
     platform_message_id: str | None = None
     kind: MessageKind = "message"
     created_at: float | None = None
+    # message_hints() of the row as it is read back (None: unknown, compaction computes it).
+    hints: int | None = None
 
     @classmethod
     def from_openai(
         cls, message: dict[str, Any], tokens: int, *, kind: MessageKind = "message", **extra: Any
     ) -> NewMessage:
-        return cls(
+        """The row for `message`; its hints are computed here unless `extra` carries them."""
+        row = cls(
             role=message["role"],
             content=message.get("content"),
             tokens=tokens,
@@ -87,6 +109,13 @@ class NewMessage:
             kind=kind,
             **extra,
         )
+        if "hints" in extra:
+            return row
+        # The stored form, not `message`: an empty tool_calls list, say, is not read back.
+        return replace(row, hints=message_hints(row.to_openai()))
+
+    def to_openai(self) -> dict[str, Any]:
+        return openai_form(self.role, self.content, self.tool_calls, self.tool_call_id, self.name)
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,17 +135,11 @@ class StoredMessage:
     tool_call_id: str | None = None
     name: str | None = None
     platform_message_id: str | None = None
+    hints: int | None = None  # as NewMessage.hints; NULL on rows stored before migration 11
 
     def to_openai(self) -> dict[str, Any]:
         """The wire-format dict the model sees (no storage fields)."""
-        out: dict[str, Any] = {"role": self.role, "content": self.content}
-        if self.tool_calls:
-            out["tool_calls"] = self.tool_calls
-        if self.tool_call_id is not None:
-            out["tool_call_id"] = self.tool_call_id
-        if self.name is not None and self.role == "tool":
-            out["name"] = self.name
-        return out
+        return openai_form(self.role, self.content, self.tool_calls, self.tool_call_id, self.name)
 
     @property
     def text(self) -> str:
@@ -402,11 +425,18 @@ class BookkeepingStore(Protocol):
         self, chat_key: str, platform_message_id: str
     ) -> StoredMessage | None: ...
     async def edit_platform_message(
-        self, chat_key: str, platform_message_id: str, content: str, tokens: int
+        self,
+        chat_key: str,
+        platform_message_id: str,
+        content: str,
+        tokens: int,
+        hints: int | None = None,
     ) -> bool: ...
     async def delete_platform_message(self, chat_key: str, platform_message_id: str) -> bool: ...
     async def message_revisions(self, message_id: int) -> list[str]: ...
-    async def set_message_content(self, message_id: int, content: Any, tokens: int) -> None: ...
+    async def set_message_content(
+        self, message_id: int, content: Any, tokens: int, hints: int | None = None
+    ) -> None: ...
 
 
 class Store(TranscriptStore, MemoryStore, SettingsStore, BookkeepingStore, SharedLimits, Protocol):

@@ -285,6 +285,12 @@ CREATE TRIGGER IF NOT EXISTS messages_fts_update
 END;
 """
 
+# compression.message_hints of each row, computed when it is stored. Older rows keep NULL
+# (unknown): a compaction computes theirs then, so no backfill holds the writer here.
+_SCHEMA_V11 = """
+ALTER TABLE messages ADD COLUMN hints INTEGER;
+"""
+
 
 @dataclass(frozen=True, slots=True)
 class Migration:
@@ -306,6 +312,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(7, "platform message ids and message revisions", _SCHEMA_V7),
     Migration(9, "rate and notice windows, admin cache (shared limits)", _SCHEMA_V9),
     Migration(10, "full-text index filled behind the writer", _SCHEMA_V10),
+    Migration(11, "per-message compression hints", _SCHEMA_V11),
 )
 LATEST_VERSION = MIGRATIONS[-1].version
 

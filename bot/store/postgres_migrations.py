@@ -282,6 +282,12 @@ CREATE UNLOGGED TABLE admin_cache (
 CREATE INDEX admin_cache_expires ON admin_cache(expires_at);
 """
 
+# compression.message_hints of each row (SQLite 11). A nullable column without a default: adding
+# it rewrites no row, and older rows read NULL (unknown) until a compaction replaces them.
+_SCHEMA_V11 = """
+ALTER TABLE messages ADD COLUMN hints INTEGER;
+"""
+
 
 @dataclass(frozen=True, slots=True)
 class Migration:
@@ -298,6 +304,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(7, "platform message ids and message revisions", _SCHEMA_V7),
     Migration(8, "durable turn inbox and reply outbox", _SCHEMA_V8),
     Migration(9, "rate and notice windows, admin cache (shared limits)", _SCHEMA_V9),
+    Migration(11, "per-message compression hints", _SCHEMA_V11),
 )
 LATEST_VERSION = MIGRATIONS[-1].version
 

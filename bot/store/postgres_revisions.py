@@ -50,7 +50,12 @@ class PostgresRevisions:
         return rows.message_from_row(row) if row else None
 
     async def edit_platform_message(
-        self, chat_key: str, platform_message_id: str, content: str, tokens: int
+        self,
+        chat_key: str,
+        platform_message_id: str,
+        content: str,
+        tokens: int,
+        hints: int | None = None,
     ) -> bool:
         """Replace the message's text (and its copies'); the old text is kept as a revision."""
         now = self._clock()
@@ -70,10 +75,11 @@ class PostgresRevisions:
             for target in targets:
                 await conn.execute(
                     "UPDATE messages SET content = $1, content_format = 'text', tokens = $2,"
-                    " search_text = $3 WHERE id = $4",
+                    " search_text = $3, hints = $4 WHERE id = $5",
                     content,
                     tokens,
                     search_text_of(content, target["tool_calls"]),
+                    hints,
                     target["id"],
                 )
                 if target["active"]:
@@ -92,7 +98,8 @@ class PostgresRevisions:
             for target in targets:
                 await conn.execute(
                     "UPDATE messages SET content = NULL, content_format = 'null', tokens = 0,"
-                    " tool_calls = NULL, active = FALSE, search_text = '' WHERE id = $1",
+                    " tool_calls = NULL, hints = NULL, active = FALSE, search_text = ''"
+                    " WHERE id = $1",
                     target["id"],
                 )
                 if target["active"]:
@@ -104,7 +111,9 @@ class PostgresRevisions:
             )
         return True
 
-    async def set_message_content(self, message_id: int, content: Any, tokens: int) -> None:
+    async def set_message_content(
+        self, message_id: int, content: Any, tokens: int, hints: int | None = None
+    ) -> None:
         """The message's full content once its files were read (no revision: same message)."""
         text, content_format = rows.encode_content(content)
         async with self._db.transaction() as conn:
@@ -119,11 +128,12 @@ class PostgresRevisions:
             )
             await conn.execute(
                 "UPDATE messages SET content = $1, content_format = $2, tokens = $3,"
-                " search_text = $4 WHERE id = $5",
+                " search_text = $4, hints = $5 WHERE id = $6",
                 text,
                 content_format,
                 tokens,
                 search_text_of(content, row["tool_calls"]),
+                hints,
                 message_id,
             )
             if row["active"]:

@@ -18,7 +18,7 @@ MESSAGE_COLUMNS = rows.MESSAGE_COLUMNS + ", search_text"
 _PLACEHOLDERS = ", ".join(f"${n}" for n in range(1, 14))
 # New rows are always active and not compacted: seq and created_at come from the caller.
 INSERT_MESSAGE_SQL = (
-    f"INSERT INTO messages ({MESSAGE_COLUMNS}) VALUES ({_PLACEHOLDERS}, TRUE, FALSE, $14, $15)"
+    f"INSERT INTO messages ({MESSAGE_COLUMNS}) VALUES ({_PLACEHOLDERS}, TRUE, FALSE, $14, $15, $16)"
 )
 
 

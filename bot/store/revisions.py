@@ -43,7 +43,12 @@ class Revisions:
         return rows.message_from_row(row) if row else None
 
     async def edit_platform_message(
-        self, chat_key: str, platform_message_id: str, content: str, tokens: int
+        self,
+        chat_key: str,
+        platform_message_id: str,
+        content: str,
+        tokens: int,
+        hints: int | None = None,
     ) -> bool:
         """Replace the message's text (and its copies'); the old text is kept as a revision."""
         now = self._clock()
@@ -59,9 +64,9 @@ class Revisions:
             )
             for target in targets:
                 await conn.execute(
-                    "UPDATE messages SET content = ?, content_format = 'text', tokens = ?"
-                    " WHERE id = ?",
-                    (content, tokens, target["id"]),
+                    "UPDATE messages SET content = ?, content_format = 'text', tokens = ?,"
+                    " hints = ? WHERE id = ?",
+                    (content, tokens, hints, target["id"]),
                 )
                 if target["active"]:
                     await _adjust_session(conn, target["session_id"], tokens - target["tokens"], 0)
@@ -76,7 +81,7 @@ class Revisions:
             for target in await _with_copies(conn, chat_key, platform_message_id):
                 await conn.execute(
                     "UPDATE messages SET content = NULL, content_format = 'null', tokens = 0,"
-                    " tool_calls = NULL, active = 0 WHERE id = ?",
+                    " tool_calls = NULL, hints = NULL, active = 0 WHERE id = ?",
                     (target["id"],),
                 )
                 if target["active"]:
@@ -86,7 +91,9 @@ class Revisions:
             )
         return True
 
-    async def set_message_content(self, message_id: int, content: Any, tokens: int) -> None:
+    async def set_message_content(
+        self, message_id: int, content: Any, tokens: int, hints: int | None = None
+    ) -> None:
         """The message's full content once its files were read (no revision: same message)."""
         text, content_format = rows.encode_content(content)
         async with self._db.transaction() as conn:
@@ -96,8 +103,9 @@ class Revisions:
             if row is None:
                 return
             await conn.execute(
-                "UPDATE messages SET content = ?, content_format = ?, tokens = ? WHERE id = ?",
-                (text, content_format, tokens, message_id),
+                "UPDATE messages SET content = ?, content_format = ?, tokens = ?, hints = ?"
+                " WHERE id = ?",
+                (text, content_format, tokens, hints, message_id),
             )
             if row["active"]:
                 await _adjust_session(conn, row["session_id"], tokens - row["tokens"], 0)

@@ -37,12 +37,12 @@ STATE_COLUMNS: tuple[str, ...] = (
 
 MESSAGE_COLUMNS = (
     "session_id, seq, role, author_id, author_name, content, content_format, tool_calls,"
-    " tool_call_id, name, platform_message_id, tokens, created_at, active, compacted, kind"
+    " tool_call_id, name, platform_message_id, tokens, created_at, active, compacted, kind, hints"
 )
 # New rows are always active and not compacted: seq and created_at come from the caller.
 INSERT_MESSAGE_SQL = (
     f"INSERT INTO messages ({MESSAGE_COLUMNS})"
-    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1, 0, ?)"
+    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1, 0, ?, ?)"
 )
 
 
@@ -81,6 +81,7 @@ def message_params(message: NewMessage, session_id: int, seq: int, now: float) -
         message.tokens,
         message.created_at if message.created_at is not None else now,
         message.kind,
+        message.hints,
     )
 
 
@@ -102,6 +103,7 @@ def message_from_row(row: Row) -> StoredMessage:
         tool_call_id=row["tool_call_id"],
         name=row["name"],
         platform_message_id=row["platform_message_id"],
+        hints=row["hints"],
     )
 
 

@@ -79,7 +79,8 @@ async def _fill(store: CopyableStore, clock: ManualClock) -> None:
     await store.set_system_prompt(first.id, "be brief")
     await store.new_session("telegram:-100")
     per_user = await store.active_session("telegram:-100", "alice")
-    await store.append_messages(per_user.id, [user("private note", 3)])
+    hinted = NewMessage.from_openai({"role": "user", "content": "[alice] hinted"}, 4)
+    await store.append_messages(per_user.id, [user("private note", 3), hinted])
     await store.set_chat_setting("telegram:-100", "threshold", "0.5")
     await store.add_pin("telegram:-100", "deploys on Tuesdays", "alice")
     await store.add_usage("telegram:-100", "alice", "reply", 100, 10, day="2026-11-01")
@@ -119,14 +120,16 @@ async def test_copy_keeps_every_row_id_order_and_total(
         report = await copy_store(source, destination)
 
         assert report.ok, report.mismatches
-        assert {c.table: c.destination for c in report.counts}["messages"] == 7
+        assert {c.table: c.destination for c in report.counts}["messages"] == 8
         assert await _snapshot(destination) == await _snapshot(source)
+        session = await destination.active_session("telegram:-100", "alice")
+        copied = [m.hints for m in await destination.load_active(session.id)]
+        assert copied[0] is None and copied[1] is not None
         hits = await destination.search("telegram:-100", "部署")
         assert [h.active for h in hits] == [False]
         assert len(await destination.search("telegram:-100", "图表")) == 1
         assert not await destination.mark_update_processed("telegram", "5001")
         # New rows continue after the copied ids, in the copied session's order.
-        session = await destination.active_session("telegram:-100", "alice")
         [new_id] = await destination.append_messages(session.id, [user("after the move")])
         assert new_id > max(m.id for m in await source.load_history("telegram:-100"))
         pin = await destination.add_pin("telegram:-100", "second", None)
@@ -205,7 +208,7 @@ async def test_cli_copies_sqlite_to_postgresql_and_never_shows_the_password(
         again = _cli(str(source_path), with_password, log_level="DEBUG")
 
     assert copied.returncode == 0, copied.stderr
-    assert "messages: 7 -> 7" in copied.stdout and "verified" in copied.stdout
+    assert "messages: 8 -> 8" in copied.stdout and "verified" in copied.stdout
     assert again.returncode == 1 and "not empty" in again.stderr
     for run in (copied, again):
         assert PASSWORD not in run.stdout + run.stderr

@@ -8,9 +8,12 @@ from pathlib import Path
 import aiosqlite
 import pytest
 
-from bot.store import SqliteStore, StoreError, open_store
+from bot.store import NewMessage, SqliteStore, StoreError, open_store
 from bot.store.migrations import LATEST_VERSION, MIGRATIONS, apply_migrations, schema_version
+from compression.message_hints import message_hints
 from tests.store.factories import user
+
+NEW = {"role": "user", "content": "[alice] stored after the upgrade"}
 
 
 async def _indexes(path: Path) -> set[str]:
@@ -47,6 +50,31 @@ async def test_database_at_version_one_is_migrated_without_loss(tmp_path: Path) 
     assert {"messages_session_active", "usage_day"} <= await _indexes(path)
     async with aiosqlite.connect(path) as conn:
         assert await schema_version(conn) == LATEST_VERSION
+
+
+async def test_rows_from_before_migration_11_have_unknown_hints(tmp_path: Path) -> None:
+    path = tmp_path / "old.db"
+    async with aiosqlite.connect(path, isolation_level=None) as conn:
+        assert await apply_migrations(conn, up_to=10) == 10
+        await conn.execute(
+            "INSERT INTO chats(key, platform, created_at) VALUES ('console:old', 'console', 1)"
+        )
+        await conn.execute(
+            "INSERT INTO sessions(chat_key, started_at, last_activity_at, active_tokens,"
+            " active_messages) VALUES ('console:old', 1, 1, 9, 1)"
+        )
+        await conn.execute(
+            "INSERT INTO messages(session_id, seq, role, content, tokens, created_at)"
+            " VALUES (1, 1, 'user', 'written by version ten', 9, 1)"
+        )
+
+    async with SqliteStore(path) as store:
+        [session] = await store.list_sessions("console:old")
+        await store.append_messages(session.id, [NewMessage.from_openai(NEW, 5)])
+        old, new = await store.load_active(session.id)
+
+    assert (old.text, old.hints) == ("written by version ten", None)
+    assert new.hints == message_hints(NEW)
 
 
 async def test_reopening_a_current_database_applies_nothing_twice(tmp_path: Path) -> None:

@@ -17,7 +17,7 @@ from urllib.parse import urlsplit
 import asyncpg
 import pytest
 
-from bot.store import PostgresStore, StoreError
+from bot.store import NewMessage, PostgresStore, StoreError
 from bot.store.postgres_database import redacted_dsn
 from bot.store.postgres_migrations import (
     LATEST_VERSION,
@@ -25,6 +25,7 @@ from bot.store.postgres_migrations import (
     apply_migrations,
     schema_version,
 )
+from compression.message_hints import message_hints
 from tests import postgres_server
 from tests.store.conftest import ManualClock
 from tests.store.factories import summary, user
@@ -75,6 +76,30 @@ async def test_schema_at_version_one_is_migrated_without_loss(schema_dsn: str) -
     finally:
         await conn.close()
     assert [r[0] for r in versions] == [m.version for m in MIGRATIONS]
+
+
+async def test_rows_from_before_migration_11_have_unknown_hints(schema_dsn: str) -> None:
+    conn = await asyncpg.connect(schema_dsn)
+    try:
+        assert await apply_migrations(conn, up_to=10) < 11  # before the hints column
+        await conn.execute(
+            "INSERT INTO chats(key, platform, created_at) VALUES ('console:old', 'console', 1);"
+            "INSERT INTO sessions(chat_key, started_at, last_activity_at, active_tokens,"
+            " active_messages) VALUES ('console:old', 1, 1, 9, 1);"
+            "INSERT INTO messages(session_id, seq, role, content, tokens, created_at, search_text)"
+            " VALUES (1, 1, 'user', 'written before hints', 9, 1, 'written before hints')"
+        )
+    finally:
+        await conn.close()
+    new = {"role": "user", "content": "[alice] stored after the upgrade"}
+
+    async with PostgresStore(schema_dsn) as store:
+        [session] = await store.list_sessions("console:old")
+        await store.append_messages(session.id, [NewMessage.from_openai(new, 5)])
+        old, stored = await store.load_active(session.id)
+
+    assert (old.text, old.hints) == ("written before hints", None)
+    assert stored.hints == message_hints(new)
 
 
 async def test_workers_starting_together_migrate_once(schema_dsn: str) -> None:
