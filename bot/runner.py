@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from bot.compaction import SessionCompactor
 from bot.llm import ContextOverflowError, LLMClient, LLMError, LLMResponse
 from bot.llm_stream import TextSink, complete_maybe_streaming
-from bot.store.base import NewMessage, SessionRecord, Store
+from bot.store.base import NewMessage, SessionRecord, Store, StoredMessage
 from bot.tools import TOOL_SCHEMAS, ToolContext, run_tool
 from bot.working_set import ActiveTranscript, WorkingSet
 from compression import CompressorConfig, ContextCompressor
@@ -72,6 +72,8 @@ class _Turn:
     messages: list[dict] = field(default_factory=list)
     tokens: int = 0
     replies: list[LLMResponse] = field(default_factory=list)
+    # The question as archived, once a compaction summarised it away before it was answered.
+    archived_anchor: StoredMessage | None = None
 
 
 class AgentRunner:
@@ -266,6 +268,23 @@ class AgentRunner:
             + sum(active.row(i).tokens for i in own)
             + self._tool_tokens
         )
+        if active.index_of(turn.anchor_id) is None:
+            await self._restore_question(turn, cut)
+
+    async def _restore_question(self, turn: _Turn, cut: int) -> None:
+        """Put a question a compaction summarised before its turn ran back before its answer.
+
+        A queued turn can wait behind others while hygiene compacts its chat; without this the
+        model would answer the newest message instead of the one it was asked.
+        """
+        if turn.archived_anchor is None:
+            found = await self._store.load_messages(turn.request.session_id, [turn.anchor_id])
+            if not found:
+                return
+            turn.archived_anchor = found[0]
+        question = turn.archived_anchor
+        turn.messages = [*turn.messages[: 1 + cut], question.to_openai(), *turn.messages[1 + cut :]]
+        turn.tokens += question.tokens
 
     async def _store_tool_round(self, turn: _Turn, response: LLMResponse) -> None:
         assistant = response.as_message()
@@ -307,13 +326,14 @@ def _turn_rows(
 ) -> tuple[int, list[int]]:
     """Rows [0, cut) and the turn's own rows after them, by index; O(own rows), not O(history)."""
     anchor = active.index_of(anchor_id)
+    own_rows = (active.index_of(message_id) for message_id in own_ids)
     if anchor is None:
-        # The anchor was compacted by another path (e.g. /compress); the whole transcript is
-        # the best remaining view and still ends with the newest messages.
-        return active.length, []
+        # The anchor was compacted by another path (e.g. hygiene, /compress): everything before
+        # the turn's own rows, with the archived question put back after it by the caller.
+        own = sorted(index for index in own_rows if index is not None)
+        return (own[0] if own else active.length), own
     cut = anchor + 1
-    own = (active.index_of(message_id) for message_id in own_ids)
-    return cut, sorted(index for index in own if index is not None and index >= cut)
+    return cut, sorted(index for index in own_rows if index is not None and index >= cut)
 
 
 def _current_anchor(active: ActiveTranscript, anchor_id: int, platform_id: str | None) -> int:
