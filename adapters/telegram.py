@@ -15,6 +15,7 @@ import contextlib
 import logging
 import time
 from collections.abc import Callable
+from typing import Literal
 from urllib.parse import urlsplit
 
 from telegram import (
@@ -28,9 +29,9 @@ from telegram import (
     Update,
 )
 from telegram.error import TelegramError
-from telegram.ext import AIORateLimiter, Application, ApplicationBuilder
+from telegram.ext import Application, ApplicationBuilder
 
-from adapters.telegram_delivery import TelegramSender
+from adapters.telegram_delivery import TelegramSender, WireMarkingLimiter
 from adapters.telegram_gating import (
     PLATFORM,
     Addressing,
@@ -92,6 +93,8 @@ class TelegramPlatform:
 
     name = "telegram"
     platform = PLATFORM
+    # Every request goes through WireMarkingLimiter, which calls bot.wire.leaving().
+    marks_the_wire: Literal[True] = True
 
     def __init__(
         self,
@@ -317,7 +320,7 @@ def _build_application(config: TelegramConfig) -> Application:
     builder = (
         ApplicationBuilder()
         .token(config.token.get_secret_value())
-        .rate_limiter(AIORateLimiter(max_retries=0))  # throttles; TelegramSender handles 429
+        .rate_limiter(WireMarkingLimiter(max_retries=0))  # throttles; TelegramSender handles 429
         .job_queue(None)  # PTB would start an APScheduler we never use
         .updater(None)  # our own polling loop and webhook acknowledge only what is stored
     )

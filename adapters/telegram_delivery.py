@@ -7,10 +7,12 @@ import contextlib
 import datetime as dt
 import logging
 import warnings
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
 from dataclasses import dataclass
+from typing import Any
 
 from telegram import Bot, LinkPreviewOptions, ReplyParameters
+from telegram._utils.types import JSONDict
 from telegram.constants import ChatAction, ParseMode
 from telegram.error import (
     BadRequest,
@@ -19,11 +21,13 @@ from telegram.error import (
     RetryAfter,
     TelegramError,
 )
+from telegram.ext import AIORateLimiter
 from telegram.warnings import PTBDeprecationWarning
 
 from adapters.telegram_html import html_to_plain, render_chunks
 from bot.events import DeliveryError, ReplyTarget
 from bot.metrics import Metrics
+from bot.wire import leaving
 
 log = logging.getLogger(__name__)
 
@@ -50,6 +54,29 @@ class Chunk:
     thread_id: int | None
     html: str
     reply_to: int | None
+
+
+class WireMarkingLimiter(AIORateLimiter):
+    """PTB's limiter, calling `bot.wire.leaving()` once a request is through the pacing."""
+
+    async def process_request(
+        self,
+        callback: Callable[..., Coroutine[Any, Any, bool | JSONDict | list[JSONDict]]],
+        args: Any,
+        kwargs: dict[str, Any],
+        endpoint: str,
+        data: dict[str, Any],
+        rate_limit_args: int | None,
+    ) -> bool | JSONDict | list[JSONDict]:
+        async def leave_then_call(
+            *call_args: Any, **call_kwargs: Any
+        ) -> bool | JSONDict | list[JSONDict]:
+            await leaving()
+            return await callback(*call_args, **call_kwargs)
+
+        return await super().process_request(
+            leave_then_call, args, kwargs, endpoint, data, rate_limit_args
+        )
 
 
 class TelegramSender:

@@ -1,8 +1,10 @@
-"""Delivering the reply outbox: mark sending (committed), send, record the outcome.
+"""Delivering the reply outbox: claim, mark sending as the request leaves, record the outcome.
 
-Any worker delivers any chat's pending rows, oldest first per chat. A row its sender left
-`sending` (the worker died mid-send) may already be in the chat: it is marked unknown, logged
-once and counted, and never sent again.
+Any worker delivers any chat's pending rows, oldest first per chat. A row is marked `sending`
+(committed) only once its request is through client-side pacing (bot/wire.py), so a claimed row
+still waiting in a rate limiter when its worker dies is simply sent by another. A row its sender
+left `sending` may already be in the chat: it is marked unknown, logged once and counted, and
+never sent again.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from collections.abc import Mapping
 from bot.events import Adapter, DeliveryError, IdempotentSender, ReplyTarget
 from bot.metrics import Metrics
 from bot.store.postgres_outbox import OutboxRow, PostgresOutbox
+from bot.wire import LEAVING, MarksTheWire
 
 log = logging.getLogger(__name__)
 
@@ -64,6 +67,9 @@ class OutboxSender:
         """Send everything deliverable now; how many rows were sent."""
         resend = [p for p, a in self._adapters.items() if isinstance(a, IdempotentSender)]
         for row in await self._outbox.abandon_stale(resend, NONCE_WINDOW_SECONDS):
+            if not row.attempted:
+                log.info("reply %d to %s: its sender died before sending it", row.id, row.chat_key)
+                continue
             if row.resent:
                 log.info(
                     "reply %d to %s: its sender died; sent again, same nonce", row.id, row.chat_key
@@ -89,21 +95,48 @@ class OutboxSender:
     async def _send(self, row: OutboxRow) -> bool:
         adapter = self._adapters[row.platform]
         target = ReplyTarget(**row.target)
+        left = False
+
+        async def mark_leaving() -> None:
+            nonlocal left
+            if left:
+                return
+            if not await self._outbox.mark_sending(row.id, self._holder):
+                raise _RowLost(row.id)
+            left = True
+
+        token = LEAVING.set(mark_leaving)
         try:
+            if not isinstance(adapter, MarksTheWire):
+                await mark_leaving()
             if isinstance(adapter, IdempotentSender):
                 await adapter.send_once(target, row.text, row.nonce)
             else:
                 await adapter.send(target, row.text)
+        except _RowLost:
+            log.warning("reply %d to %s: claimed by another worker; not sent", row.id, row.chat_key)
+            return False
         except DeliveryError:
             log.error("reply could not be delivered (chat=%s)", row.chat_key)
             self._metrics.send_failed(row.platform)
             await self._outbox.settle(row.id, self._holder, "failed")
             return False
         except Exception:
+            if not left:  # nothing reached the platform: a known failure, not an unknown send
+                log.exception("reply %d to %s failed before sending", row.id, row.chat_key)
+                self._metrics.send_failed(row.platform)
+                await self._outbox.settle(row.id, self._holder, "failed")
+                return False
             # It may have reached the chat before the error: the same rule as a dead sender.
             log.exception("reply %d to %s: outcome unknown, not resent", row.id, row.chat_key)
             self._metrics.send_unknown(row.platform)
             await self._outbox.settle(row.id, self._holder, "unknown")
             return False
+        finally:
+            LEAVING.reset(token)
         await self._outbox.settle(row.id, self._holder, "sent")
         return True
+
+
+class _RowLost(Exception):
+    """Our claim on an outbox row expired and another worker took it over."""

@@ -245,14 +245,15 @@ CREATE TABLE reply_outbox (
     text        TEXT NOT NULL,
     nonce       TEXT NOT NULL,
     state       TEXT NOT NULL DEFAULT 'pending'
-                CHECK (state IN ('pending', 'sending', 'sent', 'unknown', 'failed')),
+                CHECK (state IN ('pending', 'claimed', 'sending', 'sent', 'unknown', 'failed')),
     holder      TEXT,
     lease_until DOUBLE PRECISION NOT NULL DEFAULT 0,
     attempted_at DOUBLE PRECISION,
     created_at  DOUBLE PRECISION NOT NULL,
     sent_at     DOUBLE PRECISION
 );
-CREATE INDEX reply_outbox_open ON reply_outbox(lane, id) WHERE state IN ('pending', 'sending');
+CREATE INDEX reply_outbox_open ON reply_outbox(lane, id)
+    WHERE state IN ('pending', 'claimed', 'sending');
 """
 
 

@@ -160,14 +160,35 @@ async def test_a_send_left_in_flight_by_a_dead_worker_becomes_unknown_never_rese
     [job] = await inbox.claim("w1", 10, TTL, PLATFORMS)
     await inbox.finish(job, says=[say("answer"), say("after")])
     [row] = await outbox.claim("w1", 10, TTL, PLATFORMS)
+    assert await outbox.mark_sending(row.id, "w1")  # its request left for the platform
     assert await outbox.abandon_stale() == []  # its lease still holds
     clock.advance(TTL + 1)
     [abandoned] = await outbox.abandon_stale()
-    assert abandoned.id == row.id
+    assert (abandoned.id, abandoned.attempted, abandoned.resent) == (row.id, True, False)
     [nxt] = await outbox.claim("w2", 10, TTL, PLATFORMS)
     assert nxt.text == "after"  # the chat moves on; the unknown one is not sent again
     await outbox.settle(row.id, "w1", "sent")  # the dead worker's late word is ignored
     assert (await outbox.states())[row.id] == "unknown"
+
+
+async def test_a_claimed_reply_that_never_left_is_sent_by_another_worker(
+    pg: PostgresStore, clock: ManualClock
+) -> None:
+    # The worker died while the reply waited in its rate limiter: nothing reached the chat.
+    await pg.ingest([question("telegram:1", 1, "hi")])
+    inbox, outbox = pg.inbox(), pg.outbox()
+    [job] = await inbox.claim("w1", 10, TTL, PLATFORMS)
+    await inbox.finish(job, says=[say("answer")])
+    [row] = await outbox.claim("w1", 10, TTL, PLATFORMS)
+    clock.advance(TTL + 1)
+    [abandoned] = await outbox.abandon_stale()
+    assert (abandoned.id, abandoned.attempted) == (row.id, False)
+    [again] = await outbox.claim("w2", 10, TTL, PLATFORMS)
+    assert again.id == row.id
+    assert not await outbox.mark_sending(row.id, "w1")  # the dead worker's claim is gone
+    assert await outbox.mark_sending(row.id, "w2")
+    await outbox.settle(row.id, "w2", "sent")
+    assert (await outbox.states())[row.id] == "sent"
 
 
 async def test_a_worker_claims_only_chats_of_platforms_it_can_answer_on(pg: PostgresStore) -> None:
@@ -202,8 +223,10 @@ async def test_a_dead_senders_row_on_a_nonce_platform_goes_out_again_with_its_no
     for job in await inbox.claim("w1", 10, TTL, ("discord",)):
         await inbox.finish(job, says=[Say("discord", {"chat_id": job.chat_key}, "hi")])
     [early] = await outbox.claim("w1", 1, TTL, ("discord",))
+    assert await outbox.mark_sending(early.id, "w1")
     clock.advance(100)  # the second row is first attempted much later
     [late] = await outbox.claim("w1", 1, TTL, ("discord",))
+    assert await outbox.mark_sending(late.id, "w1")
     clock.advance(TTL + 1)
     abandoned = await outbox.abandon_stale(("discord",), nonce_window_seconds=120)
     assert {(a.id, a.resent) for a in abandoned} == {(early.id, False), (late.id, True)}
