@@ -11,6 +11,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from bot.compacted_rows import to_rows
+from bot.compaction_inputs import compress_inputs
 from bot.exclusivity import CompactionLeases, Lease, Sleep, StoreLeases
 from bot.memory_inputs import memory_inputs
 from bot.metrics import Metrics
@@ -20,7 +21,6 @@ from bot.store.base import (
     SessionRecord,
     StateDelta,
     Store,
-    StoredMessage,
 )
 from compression import (
     CompressionResult,
@@ -29,7 +29,6 @@ from compression import (
     Summarizer,
 )
 from compression.memory import Memory
-from compression.message_hints import message_hints
 from compression.state import CompressorState
 from compression.tokens import TokenCounter
 from compression.transcript import content_text
@@ -235,11 +234,7 @@ class SessionCompactor:
         own_usage = _Usage()
         before = session.compressor
         compressor = self.build_compressor(job.settings, before, own_usage)
-        system = {"role": "system", "content": job.system_prompt}
-        messages = [system, *(m.to_openai() for m in considered)]
-        # The stored counts and hints, so compress() tokenizes and scans nothing that was stored.
-        counts = [self._counter.count_message(system), *(m.tokens for m in considered)]
-        hints = _stored_hints(messages, considered)
+        messages, counts, hints = compress_inputs(job.system_prompt, considered, self._counter)
         memory = await self._store.load_memory(session.id)
         try:
             result = await compressor.compress(
@@ -413,18 +408,6 @@ async def _unless_lost(work: Coroutine[Any, Any, _Outcome], lost: asyncio.Event)
     if lost.is_set() or task.cancelled():
         raise LeaseLost
     return task.result()
-
-
-def _stored_hints(messages: list[dict[str, Any]], considered: list[StoredMessage]) -> list[int]:
-    """Hints for [system, *considered]: the stored ones, computed now where a row has none.
-
-    A row stored before migration 11 costs here what compress() would spend on it anyway, so
-    one such row does not make the whole call go without hints.
-    """
-    hints = [message_hints(messages[0])]
-    for message, row in zip(messages[1:], considered, strict=True):
-        hints.append(row.hints if row.hints is not None else message_hints(message))
-    return hints
 
 
 def _changes(before: CompressorState, after: CompressorState) -> StateDelta | None:

@@ -2,17 +2,18 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
+from bot.store.message_records import MessageKind as MessageKind
+from bot.store.message_records import NewMessage as NewMessage
+from bot.store.message_records import StoredMessage as StoredMessage
+from bot.store.message_records import openai_form as openai_form
 from bot.store.shared_limits import SharedLimits
 from compression.memory import Memory
-from compression.message_hints import message_hints
 from compression.state import CompressorState
 
-MessageKind = Literal["message", "summary", "note"]
 UsagePurpose = Literal["reply", "compression"]
 
 
@@ -58,96 +59,6 @@ class DeadLetter:
     received_at: float
     error: str
     payload: str  # the raw update as received, truncated to MAX_PAYLOAD_CHARS
-
-
-def openai_form(
-    role: str,
-    content: Any,
-    tool_calls: list[dict[str, Any]] | None,
-    tool_call_id: str | None,
-    name: str | None,
-) -> dict[str, Any]:
-    """The wire-format dict of a stored row (no storage fields)."""
-    out: dict[str, Any] = {"role": role, "content": content}
-    if tool_calls:
-        out["tool_calls"] = tool_calls
-    if tool_call_id is not None:
-        out["tool_call_id"] = tool_call_id
-    if name is not None and role == "tool":
-        out["name"] = name
-    return out
-
-
-@dataclass(frozen=True, slots=True)
-class NewMessage:
-    role: str
-    content: Any
-    tokens: int
-    author_id: str | None = None
-    author_name: str | None = None
-    tool_calls: list[dict[str, Any]] | None = None
-    tool_call_id: str | None = None
-    name: str | None = None
-    platform_message_id: str | None = None
-    kind: MessageKind = "message"
-    created_at: float | None = None
-    # message_hints() of the row as it is read back (None: unknown, compaction computes it).
-    hints: int | None = None
-
-    @classmethod
-    def from_openai(
-        cls, message: dict[str, Any], tokens: int, *, kind: MessageKind = "message", **extra: Any
-    ) -> NewMessage:
-        """The row for `message`; its hints are computed here unless `extra` carries them."""
-        row = cls(
-            role=message["role"],
-            content=message.get("content"),
-            tokens=tokens,
-            tool_calls=message.get("tool_calls"),
-            tool_call_id=message.get("tool_call_id"),
-            name=message.get("name"),
-            kind=kind,
-            **extra,
-        )
-        if "hints" in extra:
-            return row
-        # The stored form, not `message`: an empty tool_calls list, say, is not read back.
-        return replace(row, hints=message_hints(row.to_openai()))
-
-    def to_openai(self) -> dict[str, Any]:
-        return openai_form(self.role, self.content, self.tool_calls, self.tool_call_id, self.name)
-
-
-@dataclass(frozen=True, slots=True)
-class StoredMessage:
-    id: int
-    session_id: int
-    role: str
-    content: Any
-    tokens: int
-    created_at: float
-    active: bool
-    compacted: bool
-    kind: MessageKind
-    author_id: str | None = None
-    author_name: str | None = None
-    tool_calls: list[dict[str, Any]] | None = None
-    tool_call_id: str | None = None
-    name: str | None = None
-    platform_message_id: str | None = None
-    hints: int | None = None  # as NewMessage.hints; NULL on rows stored before migration 11
-
-    def to_openai(self) -> dict[str, Any]:
-        """The wire-format dict the model sees (no storage fields)."""
-        return openai_form(self.role, self.content, self.tool_calls, self.tool_call_id, self.name)
-
-    @property
-    def text(self) -> str:
-        if isinstance(self.content, str):
-            return self.content
-        if self.content is None:
-            return ""
-        return json.dumps(self.content, ensure_ascii=False)
 
 
 @dataclass(frozen=True, slots=True)
