@@ -105,6 +105,7 @@ _STRONG_VALUE = re.compile(
     r"\bv?\d+\.\d+\.\d+"
 )
 _NUMBER = re.compile(r"\b\d{3,}\b")
+_QUOTING = re.compile(r"[*_`\"']")
 _DIGIT = re.compile(r"\d")
 _WEAK_VALUE = re.compile(
     r"\d|\b(?:monday|tuesday|wednesday|thursday|friday|saturday|sunday)\b", re.IGNORECASE
@@ -416,7 +417,7 @@ def subject_of(text: str) -> tuple[str | None, bool]:
     match = _COPULA.search(body[:120])
     if match is None or match.start() == 0:
         return None, False
-    head = re.sub(r"[*_`\"']", "", body[: match.start()]).strip()
+    head = _QUOTING.sub("", body[: match.start()]).strip()
     first_person = head.lower().startswith(("my ", "mine "))
     if first_person:
         head = head.split(" ", 1)[1] if " " in head else ""

@@ -64,6 +64,8 @@ _KIND_COLON = re.compile(r"^(?P<kind>[A-Za-z][A-Za-z ]{1,20}?)\s*:\s+(?P<text>\S
 _TAG = re.compile(r"^\[(?P<speaker>[^\],\]]{1,60})(?:,\s*(?P<date>[^\]]{1,30}))?\]\s+(?P<text>.+)$")
 _ID = re.compile(r"^#?(\d{1,9})$")
 _WORD = re.compile(r"[\w$€£.-]{5,}")
+_COMMA = re.compile(r",\s*")
+_EXTRA = re.compile(r"^(owner|due)\s*=")
 
 
 @dataclass(slots=True)
@@ -164,7 +166,7 @@ def _parse_line(item: str, default: EntryKind, parsed: _Parsed, today: dt.date) 
         return
     kind = default
     if kind == "participant":
-        names = [n.strip() for n in re.split(r",\s*", item.split(":", 1)[-1]) if n.strip()]
+        names = [n.strip() for n in _COMMA.split(item.split(":", 1)[-1]) if n.strip()]
         if all(len(name.split()) <= 3 for name in names):
             for name in names:
                 parsed.additions.append(MemoryEntry(0, "participant", name[:60], speaker=name[:60]))
@@ -184,9 +186,9 @@ def _parse_line(item: str, default: EntryKind, parsed: _Parsed, today: dt.date) 
 def _structured(kind: EntryKind, rest: list[str], parsed: _Parsed) -> None:
     extras = {
         k.strip().lower(): v.strip()
-        for k, _, v in (f.partition("=") for f in rest if re.match(r"^(owner|due)\s*=", f))
+        for k, _, v in (f.partition("=") for f in rest if _EXTRA.match(f))
     }
-    rest = [f for f in rest if not re.match(r"^(owner|due)\s*=", f)]
+    rest = [f for f in rest if not _EXTRA.match(f)]
     if len(rest) >= 3:
         subject, speaker, text = rest[0], rest[1], " | ".join(rest[2:])
     elif len(rest) == 2:

@@ -10,9 +10,11 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from compression.tokens import MessageCounter
+from compression.tokens import MESSAGE_OVERHEAD_TOKENS, MessageCounter, TokenCounter
 
 Message = Mapping[str, Any]
+# What count_message() reads of a message besides its content.
+_COUNTED_BESIDES_CONTENT = ("tool_calls", "name", "tool_call_id")
 
 
 class TokenCountsError(ValueError):
@@ -81,6 +83,28 @@ def total_of(
         found = by_values.get((id(message.get("content")), id(message.get("tool_calls"))))
         if found is not None and same_values(message, found[0]):
             total += found[1]
-        else:
-            total += counter.count_message(message)
+            continue
+        extended = _extended_count(message, known, known_counts, counter) if known else None
+        total += counter.count_message(message) if extended is None else extended
     return total
+
+
+def _extended_count(
+    message: Message, known: Sequence[Message], counts: Sequence[int], counter: MessageCounter
+) -> int | None:
+    """The count of `message` when it is the first known message (the system prompt) with
+    text appended to its content (the compaction note): the prompt is not encoded again."""
+    source = known[0]
+    content, prompt = message.get("content"), source.get("content")
+    if not (
+        isinstance(counter, TokenCounter)
+        and type(content) is str
+        and type(prompt) is str
+        and len(content) > len(prompt)
+        and content.startswith(prompt)
+        and not any(source.get(key) or message.get(key) for key in _COUNTED_BESIDES_CONTENT)
+    ):
+        return None
+    suffix = content[len(prompt) :]
+    prompt_tokens = counts[0] - MESSAGE_OVERHEAD_TOKENS
+    return MESSAGE_OVERHEAD_TOKENS + counter.count_extended(prompt, prompt_tokens, suffix)

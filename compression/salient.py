@@ -14,6 +14,8 @@ Category = Literal["decision", "preference", "rule", "action", "value"]
 SENTENCE_MAX_CHARS = 300
 
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=\S)|\n+")
+_GROUP_OWNER = re.compile(r"\bwe(?:'ll|\s+will)\b", re.IGNORECASE)
+_EMPHASIS = re.compile(r"[*_`\"]")
 _DECISION = re.compile(
     r"\b(?:we\s+decided|decided\s+(?:to|that|on)|(?:we\s+)?agreed|let'?s\s+go\s+with|"
     r"let\s+us\s+go\s+with|we'?ll\s+go\s+with|we\s+will\s+go\s+with|going\s+with|settled\s+on|"
@@ -126,7 +128,7 @@ def action_owner(sentence: str, speaker: str, known_names: frozenset[str]) -> st
         return named.group(1)
     if _SELF_OWNER.search(sentence):
         return speaker
-    if re.search(r"\bwe(?:'ll|\s+will)\b", sentence, re.IGNORECASE):
+    if _GROUP_OWNER.search(sentence):
         return "the group"
     return None
 
@@ -137,7 +139,7 @@ def subject_key(line: str) -> str | None:
     match = _SUBJECT.match(text)
     if match is None:
         return None
-    words = re.sub(r"[*_`\"]", "", match["subject"]).lower().split()
+    words = _EMPHASIS.sub("", match["subject"]).lower().split()
     if not words or len(words) > 5 or " ".join(words) in _GENERIC_SUBJECTS:
         return None
     if not any(ch.isalpha() for ch in words[0]):

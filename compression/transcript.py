@@ -17,6 +17,7 @@ _THINK_BLOCK = re.compile(
 _SPEAKER = re.compile(r"^\[(?P<name>[^\[\]\n]{1,64})\][ \t]+")
 # A name is at most 64 characters, so its closing bracket is within this many.
 _SPEAKER_END = 66
+_ISO_DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
 # Bracketed labels that start a message but are not people.
 _EPOCH_MS_THRESHOLD = 100_000_000_000
 _NOT_SPEAKERS = frozenset(
@@ -140,6 +141,6 @@ def turn_date(turn: Mapping[str, Any]) -> str | None:
                 return dt.datetime.fromtimestamp(seconds, tz=dt.UTC).date().isoformat()
             except (OverflowError, OSError, ValueError):
                 return None
-        if isinstance(value, str) and re.match(r"\d{4}-\d{2}-\d{2}", value):
+        if isinstance(value, str) and _ISO_DATE.match(value):
             return value[:10]
     return None
