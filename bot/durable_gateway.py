@@ -23,7 +23,14 @@ from bot.ingress import Delivery
 from bot.llm_stream import STREAM_BROKEN_NOTICE
 from bot.runner import TurnRequest
 from bot.services import Services
-from bot.store.base import InboxEntry, IngestResult, NewMessage, SessionRecord
+from bot.store.base import (
+    InboxEntry,
+    IngestResult,
+    NewMessage,
+    SessionRecord,
+    TurnFence,
+    TurnLost,
+)
 from bot.store.postgres_inbox import PostgresInbox, Say
 
 log = logging.getLogger(__name__)
@@ -107,7 +114,9 @@ class DurableGateway(Gateway):
         says = [say_to(target, await self._localized(target, text)) for text in replies]
         await self.inbox.enqueue_sends(lane, message.chat_key, says)
 
-    async def answer_job(self, payload: Mapping[str, Any], adapter: Adapter) -> TurnOutcome:
+    async def answer_job(
+        self, payload: Mapping[str, Any], adapter: Adapter, fence: TurnFence
+    ) -> TurnOutcome:
         """Run one claimed turn; nothing it says is sent here, it is returned for the commit."""
         services = self.services
         message = message_from_json(payload["message"])
@@ -141,8 +150,12 @@ class DurableGateway(Gateway):
                 anchor_platform_id=message.platform_message_id,
                 on_text=None,
                 model=services.model_for(settings),
+                fence=fence,
             )
             result = await services.agent.run_turn(request)
+        except TurnLost:
+            timer.finished(answered=False)
+            raise  # another worker answers it; nothing of ours may be said or written
         except Exception:
             # A turn that breaks in an unexpected way still leaves the asker a notice.
             log.exception("turn failed (chat=%s)", message.chat_key)

@@ -17,6 +17,7 @@ from typing import Any, Protocol
 from bot.durable_gateway import TurnOutcome, message_from_json, say_to
 from bot.events import Adapter, ReplyTarget
 from bot.gateway import TURN_FAILED
+from bot.store.base import TurnFence, TurnLost
 from bot.store.postgres_inbox import InboxJob, PostgresInbox, say_from_json
 
 log = logging.getLogger(__name__)
@@ -31,7 +32,9 @@ PRUNE_EVERY_SECONDS = 3_600.0
 class TurnAnswerer(Protocol):
     """What runs a claimed turn (`DurableGateway`)."""
 
-    async def answer_job(self, payload: Mapping[str, Any], adapter: Adapter) -> TurnOutcome: ...
+    async def answer_job(
+        self, payload: Mapping[str, Any], adapter: Adapter, fence: TurnFence
+    ) -> TurnOutcome: ...
 
 
 class TurnConsumer:
@@ -108,6 +111,8 @@ class TurnConsumer:
             if not renewer.done():
                 raise  # shutdown: `_hand_back` releases the job
             log.warning("turn job %d lost its lease; another worker takes it over", job.id)
+        except TurnLost:
+            log.warning("turn job %d was taken over mid-turn; its writes stopped", job.id)
         except Exception:
             log.exception("turn job %d failed; it is retried after its lease", job.id)
         finally:
@@ -124,7 +129,7 @@ class TurnConsumer:
             target = ReplyTarget.for_message(message_from_json(job.payload["message"]))
             committed = await self._inbox.finish(job, says=[say_to(target, TURN_FAILED)])
         else:
-            outcome = await self._gateway.answer_job(job.payload, adapter)
+            outcome = await self._gateway.answer_job(job.payload, adapter, job.fence)
             committed = await self._inbox.finish(
                 job, session_id=outcome.session_id, replies=outcome.replies, says=outcome.says
             )

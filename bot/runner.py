@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from bot.compaction import SessionCompactor
 from bot.llm import ContextOverflowError, LLMClient, LLMError, LLMResponse
 from bot.llm_stream import TextSink, complete_maybe_streaming
-from bot.store.base import NewMessage, SessionRecord, Store, StoredMessage
+from bot.store.base import NewMessage, SessionRecord, Store, StoredMessage, TurnFence
 from bot.tools import TOOL_SCHEMAS, ToolContext, run_tool
 from bot.working_set import ActiveTranscript, WorkingSet
 from compression import CompressorConfig, ContextCompressor
@@ -48,6 +48,8 @@ class TurnRequest:
     compaction_wait_seconds: float = 10.0
     # The anchor's platform id: a compaction by another path copies the row under a new id.
     anchor_platform_id: str | None = None
+    # A durable turn's claim (worker mode): every write of the turn checks it still holds.
+    fence: TurnFence | None = None
     on_text: TextSink | None = None  # streams the answer as it is written
     model: str | None = None  # the chat's own model (/config model); None: the default
 
@@ -175,7 +177,9 @@ class AgentRunner:
         """A delta checked against the version the prompt was built from, never a snapshot."""
         tripped: list[bool] = []
         delta = self._compactor.prompt_tokens_delta(turn.request.settings, prompt_tokens, tripped)
-        state = await self._store.apply_state_delta(turn.request.session_id, turn.version, delta)
+        state = await self._store.apply_state_delta(
+            turn.request.session_id, turn.version, delta, fence=turn.request.fence
+        )
         if state is None:
             return  # a compaction committed meanwhile: the count describes an older transcript
         turn.compressor = self._compactor.build_compressor(turn.request.settings, state)
@@ -302,7 +306,11 @@ class AgentRunner:
             output = await run_tool(call, ctx)
             result = {"role": "tool", "tool_call_id": call.id, "name": call.name, "content": output}
             rows.append(NewMessage.from_openai(result, self._counter.count_message(result)))
-        turn.own_ids.extend(await self._store.append_messages(turn.request.session_id, rows))
+        turn.own_ids.extend(
+            await self._store.append_messages(
+                turn.request.session_id, rows, fence=turn.request.fence
+            )
+        )
 
     def _result(self, turn: _Turn, reply: str | None, error: str | None) -> TurnResult:
         return TurnResult(reply, tuple(turn.notices), turn.attempts, error)

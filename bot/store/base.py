@@ -21,6 +21,10 @@ class StoreError(Exception):
     """Root of storage failures."""
 
 
+class TurnLost(StoreError):
+    """The durable turn was taken over by another worker; the write changed nothing."""
+
+
 class SessionNotFound(StoreError):
     pass
 
@@ -59,6 +63,15 @@ class DeadLetter:
     received_at: float
     error: str
     payload: str  # the raw update as received, truncated to MAX_PAYLOAD_CHARS
+
+
+@dataclass(frozen=True, slots=True)
+class TurnFence:
+    """Who owns a claimed durable turn (SPEC 15): a write carrying a stale one changes nothing."""
+
+    job_id: int
+    holder: str
+    attempts: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -196,11 +209,17 @@ class TranscriptStore(Protocol):
         ...
 
     async def apply_state_delta(
-        self, session_id: int, expected_version: int, delta: StateDelta
+        self,
+        session_id: int,
+        expected_version: int,
+        delta: StateDelta,
+        *,
+        fence: TurnFence | None = None,
     ) -> CompressorState | None:
         """Apply `delta` to the stored state if the session is still at `expected_version`.
 
         Returns the new state, or None (nothing written) when a compaction committed since.
+        A `fence` (durable turns, PostgreSQL only) raises TurnLost once it is stale.
         """
         ...
 
@@ -213,7 +232,13 @@ class TranscriptStore(Protocol):
         """
         ...
 
-    async def append_messages(self, session_id: int, messages: Sequence[NewMessage]) -> list[int]:
+    async def append_messages(
+        self,
+        session_id: int,
+        messages: Sequence[NewMessage],
+        *,
+        fence: TurnFence | None = None,
+    ) -> list[int]:
         """Insert in order and update the session's running totals in the same transaction."""
         ...
 

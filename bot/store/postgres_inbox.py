@@ -14,9 +14,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from bot.store.base import NewMessage
+from bot.store.base import NewMessage, TurnFence
 from bot.store.postgres_database import PostgresDatabase, affected
-from bot.store.postgres_queue_sql import CHANNEL_SQL, INSERT_JOB_SQL, NOTIFY_SQL
+from bot.store.postgres_queue_sql import CHANNEL_SQL, FENCE_SQL, INSERT_JOB_SQL, NOTIFY_SQL
 from bot.store.postgres_writes import append_rows
 
 if TYPE_CHECKING:
@@ -41,20 +41,10 @@ RETURNING id, lane, chat_key, kind, payload, attempts
 """
 # Discord takes nonces of up to 25 characters; a multi-part send appends its part number.
 NONCE_CHARS = 20
-_FENCE = "id = $1 AND holder = $2 AND attempts = $3 AND state = 'doing'"
 _INSERT_SAY_SQL = (
     "INSERT INTO reply_outbox(inbox_id, lane, chat_key, platform, target, text, nonce, created_at)"
     " VALUES ($1, $2, $3, $4, $5::jsonb, $6, $7, $8)"
 )
-
-
-@dataclass(frozen=True, slots=True)
-class Fence:
-    """Who owns a claimed job; writes conditioned on it change nothing once it is stale."""
-
-    job_id: int
-    holder: str
-    attempts: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,7 +63,7 @@ class InboxJob:
     chat_key: str
     kind: str  # turn | send
     payload: Mapping[str, Any]
-    fence: Fence
+    fence: TurnFence
 
 
 class PostgresInbox:
@@ -117,19 +107,19 @@ class PostgresInbox:
                 r["chat_key"],
                 r["kind"],
                 json.loads(r["payload"]),
-                Fence(int(r["id"]), holder, int(r["attempts"])),
+                TurnFence(int(r["id"]), holder, int(r["attempts"])),
             )
             for r in found
         ]
         return sorted(jobs, key=lambda job: job.id)
 
-    async def renew(self, fence: Fence, ttl_seconds: float) -> bool:
+    async def renew(self, fence: TurnFence, ttl_seconds: float) -> bool:
         """Extend a live lease; False once it ran out or another worker took the job."""
         now = self._clock()
         async with self._db.transaction() as conn:
             status = await conn.execute(
                 "UPDATE turn_inbox SET lease_until = $4::float8 + $5::float8"
-                f" WHERE {_FENCE} AND lease_until > $4",
+                f" WHERE {FENCE_SQL} AND lease_until > $4",
                 fence.job_id,
                 fence.holder,
                 fence.attempts,
@@ -138,12 +128,12 @@ class PostgresInbox:
             )
         return affected(status) == 1
 
-    async def release(self, fence: Fence) -> None:
+    async def release(self, fence: TurnFence) -> None:
         """Hand a job back untouched (shutdown), so another worker claims it at once."""
         async with self._db.transaction() as conn:
             status = await conn.execute(
                 f"UPDATE turn_inbox SET state = 'todo', holder = NULL, lease_until = 0"
-                f" WHERE {_FENCE}",
+                f" WHERE {FENCE_SQL}",
                 fence.job_id,
                 fence.holder,
                 fence.attempts,
@@ -165,7 +155,7 @@ class PostgresInbox:
         fence = job.fence
         async with self._db.transaction() as conn:
             owned = await conn.fetchval(
-                f"SELECT 1 FROM turn_inbox WHERE {_FENCE} FOR UPDATE",
+                f"SELECT 1 FROM turn_inbox WHERE {FENCE_SQL} FOR UPDATE",
                 fence.job_id,
                 fence.holder,
                 fence.attempts,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING
 
-from bot.store.base import IngestItem, IngestResult
+from bot.store.base import IngestItem, IngestResult, TurnFence, TurnLost
 
 if TYPE_CHECKING:
     from bot.store.postgres_database import PooledConnection
@@ -15,6 +15,8 @@ if TYPE_CHECKING:
 # be that long itself. Notifications go out at commit, never for a rolled-back enqueue.
 CHANNEL_SQL = "SELECT 'compactbot_work_' || md5(current_schema())"
 NOTIFY_SQL = f"SELECT pg_notify(({CHANNEL_SQL}), '')"
+# A claimed job is owned by (id, holder, attempts) while it runs; every claim bumps attempts.
+FENCE_SQL = "id = $1 AND holder = $2 AND attempts = $3 AND state = 'doing'"
 INSERT_JOB_SQL = (
     "INSERT INTO turn_inbox(lane, chat_key, kind, payload, created_at)"
     " VALUES ($1, $2, $3, $4::jsonb, $5) RETURNING id"
@@ -35,3 +37,20 @@ async def enqueue_turn(
     await conn.execute(
         INSERT_JOB_SQL, item.enqueue.lane, item.chat_key, "turn", json.dumps(payload), now
     )
+
+
+async def check_turn_fence(conn: PooledConnection, fence: TurnFence | None) -> None:
+    """Raise TurnLost, inside the write's transaction, when another worker took the turn over.
+
+    FOR SHARE: a takeover (an UPDATE of the job row) waits for this transaction, so it commits
+    while the turn is still ours or not at all."""
+    if fence is None:
+        return
+    owned = await conn.fetchval(
+        f"SELECT 1 FROM turn_inbox WHERE {FENCE_SQL} FOR SHARE",
+        fence.job_id,
+        fence.holder,
+        fence.attempts,
+    )
+    if owned is None:
+        raise TurnLost(f"turn job {fence.job_id} was taken over")

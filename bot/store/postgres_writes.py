@@ -22,11 +22,12 @@ from bot.store.base import (
     SessionNotFound,
     SessionRecord,
     StateDelta,
+    TurnFence,
 )
 from bot.store.postgres_bookkeeping import INSERT_EVENT_SQL, mark_processed, prune_processed
 from bot.store.postgres_database import PostgresDatabase, affected
 from bot.store.postgres_memory import write_memory
-from bot.store.postgres_queue_sql import NOTIFY_SQL, enqueue_turn
+from bot.store.postgres_queue_sql import NOTIFY_SQL, check_turn_fence, enqueue_turn
 from bot.store.sqlite_writes import event_params
 from compression.memory import Memory
 from compression.state import CompressorState
@@ -114,8 +115,19 @@ class PostgresWrites:
             await conn.execute(NOTIFY_SQL)
         return results, await prune_processed(conn, now, self._last_prune)
 
-    async def append_messages(self, session_id: int, messages: Sequence[NewMessage]) -> list[int]:
-        return (await self.append_batch([(session_id, messages)]))[0]
+    async def append_messages(
+        self,
+        session_id: int,
+        messages: Sequence[NewMessage],
+        *,
+        fence: TurnFence | None = None,
+    ) -> list[int]:
+        if fence is None:
+            return (await self.append_batch([(session_id, messages)]))[0]
+        now = self._clock()
+        async with self._db.transaction() as conn:
+            await check_turn_fence(conn, fence)
+            return await append_rows(conn, session_id, messages, now)
 
     async def append_batch(
         self, items: Sequence[tuple[int, Sequence[NewMessage]]]
@@ -129,9 +141,15 @@ class PostgresWrites:
         return await self._db.retried(append_all)
 
     async def apply_state_delta(
-        self, session_id: int, expected_version: int, delta: StateDelta
+        self,
+        session_id: int,
+        expected_version: int,
+        delta: StateDelta,
+        *,
+        fence: TurnFence | None = None,
     ) -> CompressorState | None:
         async with self._db.transaction() as conn:
+            await check_turn_fence(conn, fence)
             row: Any = await conn.fetchrow(
                 "SELECT * FROM sessions WHERE id = $1 FOR UPDATE", session_id
             )

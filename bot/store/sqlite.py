@@ -18,6 +18,7 @@ from bot.store.base import (
     SessionNotFound,
     SessionRecord,
     StoredMessage,
+    TurnFence,
 )
 from bot.store.bookkeeping import Bookkeeping
 from bot.store.database import Database, one
@@ -31,7 +32,12 @@ from bot.store.sqlite_fts import QUIET_SECONDS, BackgroundIndexer
 from bot.store.sqlite_ingest import OPEN_SESSION_SQL
 from bot.store.sqlite_limits import SqliteLimits
 from bot.store.sqlite_tables import SqliteTables
-from bot.store.sqlite_writes import COUNT_ACTIVE_SQL, CompactionWrites, start_session
+from bot.store.sqlite_writes import (
+    COUNT_ACTIVE_SQL,
+    CompactionWrites,
+    refuse_fence,
+    start_session,
+)
 from compression.memory import Memory
 from compression.state import CompressorState
 
@@ -236,7 +242,14 @@ class SqliteStore(CompactionWrites, Bookkeeping, DeadLetters, Revisions, SqliteL
 
     # messages
 
-    async def append_messages(self, session_id: int, messages: Sequence[NewMessage]) -> list[int]:
+    async def append_messages(
+        self,
+        session_id: int,
+        messages: Sequence[NewMessage],
+        *,
+        fence: TurnFence | None = None,
+    ) -> list[int]:
+        refuse_fence(fence)
         return (await self.append_batch([(session_id, messages)]))[0]
 
     async def append_batch(

@@ -24,6 +24,7 @@ from bot.store.base import (
     SessionNotFound,
     SessionRecord,
     StateDelta,
+    TurnFence,
 )
 from bot.store.database import Database, one
 from bot.store.memory_rows import write_memory
@@ -80,8 +81,14 @@ class CompactionWrites:
         return results
 
     async def apply_state_delta(
-        self, session_id: int, expected_version: int, delta: StateDelta
+        self,
+        session_id: int,
+        expected_version: int,
+        delta: StateDelta,
+        *,
+        fence: TurnFence | None = None,
     ) -> CompressorState | None:
+        refuse_fence(fence)
         # Once per answered turn: one writer-thread hop instead of one per statement.
         return await self._db.run_in_writer(
             partial(
@@ -289,3 +296,9 @@ def event_params(event: CompressionEvent) -> tuple[Any, ...]:
         event.summary_tokens,
         event.error,
     )
+
+
+def refuse_fence(fence: TurnFence | None) -> None:
+    """Durable turns (and so their fences) exist only on PostgreSQL (SPEC 15)."""
+    if fence is not None:
+        raise ValueError("durable turns need the PostgreSQL store")

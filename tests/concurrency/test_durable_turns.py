@@ -16,7 +16,7 @@ from bot.durable_turns import MAX_ATTEMPTS, TurnConsumer
 from bot.events import Adapter, InboundMessage, ReplyTarget
 from bot.gateway import TURN_FAILED
 from bot.store import PostgresStore
-from bot.store.base import InboxEntry, IngestItem
+from bot.store.base import InboxEntry, IngestItem, TurnFence
 from tests import postgres_server
 from tests.store.conftest import ManualClock
 from tests.store.factories import user
@@ -35,7 +35,9 @@ class HeldTurn:
         self.cancelled = asyncio.Event()
         self.calls = 0
 
-    async def answer_job(self, payload: Mapping[str, Any], adapter: Adapter) -> TurnOutcome:
+    async def answer_job(
+        self, payload: Mapping[str, Any], adapter: Adapter, fence: TurnFence
+    ) -> TurnOutcome:
         self.calls += 1
         self.started.set()
         try:

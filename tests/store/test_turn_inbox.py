@@ -9,7 +9,7 @@ from collections.abc import AsyncIterator
 import pytest
 
 from bot.store import PostgresStore
-from bot.store.base import InboxEntry, IngestItem
+from bot.store.base import InboxEntry, IngestItem, NewMessage, TurnLost
 from bot.store.postgres_inbox import Say
 from tests import postgres_server
 from tests.store.conftest import ManualClock
@@ -234,3 +234,28 @@ async def test_a_dead_senders_row_on_a_nonce_platform_goes_out_again_with_its_no
     assert (again.id, again.nonce) == (late.id, late.nonce)
     assert len(again.nonce) <= 20
     assert (await outbox.states())[early.id] == "unknown"
+
+
+async def test_every_write_of_a_taken_over_turn_is_refused_and_changes_nothing(
+    pg: PostgresStore, clock: ManualClock
+) -> None:
+    [stored] = await pg.ingest([question("telegram:1", 1, "hi")])
+    assert stored.session is not None
+    session_id = stored.session.id
+    inbox = pg.inbox()
+    [stale] = await inbox.claim("w1", 10, TTL, PLATFORMS)
+    tool_row = NewMessage.from_openai({"role": "assistant", "content": "thinking"}, 3)
+    assert await pg.append_messages(session_id, [tool_row], fence=stale.fence)  # still ours
+    clock.advance(TTL + 1)
+    [current] = await inbox.claim("w2", 10, TTL, PLATFORMS)  # w1 looked dead: taken over
+    before = await pg.get_session(session_id)
+    rows_before = await pg.load_active(session_id)
+    with pytest.raises(TurnLost):
+        await pg.append_messages(session_id, [tool_row], fence=stale.fence)
+    with pytest.raises(TurnLost):
+        await pg.apply_state_delta(
+            session_id, before.version, lambda state: state, fence=stale.fence
+        )
+    assert await pg.load_active(session_id) == rows_before
+    assert await pg.get_session(session_id) == before
+    assert await pg.append_messages(session_id, [tool_row], fence=current.fence)
