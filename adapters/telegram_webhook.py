@@ -49,7 +49,10 @@ class WebhookServer:
     async def start(self) -> None:
         app = web.Application(client_max_size=MAX_BODY_BYTES)
         app.router.add_post(self._path, self._receive)
-        runner = web.AppRunner(app, access_log=None, shutdown_timeout=SHUTDOWN_SECONDS)
+        # No lingering: aiohttp would otherwise read (and discard) a refused body to its end.
+        runner = web.AppRunner(
+            app, access_log=None, shutdown_timeout=SHUTDOWN_SECONDS, lingering_time=0
+        )
         await runner.setup()
         try:
             await web.TCPSite(runner, self._host, self._port).start()
