@@ -79,8 +79,14 @@ async def post_raw(url: str, body: bytes, *, secret: str | None = SECRET) -> int
         return response.status
 
 
+RESET = 0  # the server hung up before its answer was read (Linux drops it on a reset)
+
+
 async def post_huge(port: int, *, secret: str | None) -> tuple[int, int]:
-    """Declare a 90 MB body and send it 1 MB at a time until the server answers: (status, sent)."""
+    """Declare a 90 MB body and send it 1 MB at a time until the server answers: (status, sent).
+
+    The server answers and closes without reading the body; when the close (a reset, as data is
+    still coming) overtakes the answer, the status is RESET: refused all the same."""
     reader, writer = await asyncio.open_connection("127.0.0.1", port)
     head = (
         f"POST {HOOK_PATH} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
@@ -97,12 +103,19 @@ async def post_huge(port: int, *, secret: str | None) -> tuple[int, int]:
             writer.write(chunk)
             await writer.drain()
             sent += CHUNK_BYTES
+            # drain() returns without yielding while the socket takes data, so let the reader
+            # see an early answer, as a client reading its response while it sends would.
+            await asyncio.sleep(0)
     except ConnectionError:
         pass  # the server hung up on the refused body, as it should
-    line = await asyncio.wait_for(status_line, WAIT_SECONDS)
-    writer.close()
-    with contextlib.suppress(ConnectionError):
-        await writer.wait_closed()
+    try:
+        line = await asyncio.wait_for(status_line, WAIT_SECONDS)
+    except ConnectionResetError:
+        return RESET, sent
+    finally:
+        writer.close()
+        with contextlib.suppress(ConnectionError):
+            await writer.wait_closed()
     return int(line.split()[1]), sent
 
 
@@ -142,9 +155,10 @@ async def test_ninety_megabyte_unauthenticated_webhook_bodies_are_refused_before
             process.kill()
             await process.wait()
 
-    assert [status for status, _ in results] == [403] * CONCURRENT_HUGE_BODIES
+    assert {status for status, _ in results} <= {403, RESET}
+    assert 403 in {status for status, _ in results}
     assert all(sent < HUGE_BODY_BYTES for _, sent in results)
-    assert oversized[0] == 413 and oversized[1] < HUGE_BODY_BYTES
+    assert oversized[0] in (413, RESET) and oversized[1] < HUGE_BODY_BYTES
     assert growth < RSS_GROWTH_LIMIT_KB, f"peak RSS grew by {growth} KB"
 
 
