@@ -182,7 +182,7 @@ async def fleet(workdir: Path, env: dict[str, str]) -> AsyncIterator[Fleet]:
     zygote = await asyncio.create_subprocess_exec(
         sys.executable,
         "-m",
-        "bench.soak_pg_zygote",
+        "tests.reliability.run_zygote",
         stdin=asyncio.subprocess.PIPE,
         stdout=asyncio.subprocess.PIPE,
         cwd=workdir,

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import datetime as dt
 import itertools
-import json
 import re
 from collections import deque
 from collections.abc import Iterator, Mapping, Sequence
@@ -24,6 +23,7 @@ from compression.salient import (
     subject_key,
 )
 from compression.summarizer import SummaryRequest
+from compression.tool_targets import tool_target
 from compression.transcript import (
     content_text,
     split_speaker,
@@ -41,7 +41,6 @@ KEEP_PER_SECTION = 40
 NEWEST_KEPT_PER_SECTION = 3
 RECENT_REQUESTS = 5
 OPEN_QUESTIONS = 5
-TOOL_TARGET_CHARS = 120
 UNAVAILABLE_NOTE = (
     "Note: automatic summary was unavailable; this summary was extracted without an LLM from "
     "{count} compacted messages. Entries quote the chat; verify current state before acting."
@@ -92,7 +91,6 @@ _HEADING_WORDS = (
 SEEN_PREFIX = "Seen in these turns: "
 _BULLET = re.compile(r"^(?:[-*•]|\d+[.)])\s+")
 _ERROR = re.compile(r"\b(?:error|failed|failure|exception|traceback|timed? ?out|fatal)\b", re.I)
-_TARGET_KEYS = ("path", "file_path", "file", "url", "query", "q", "command", "cmd", "target")
 
 
 @dataclass(frozen=True, slots=True)
@@ -258,7 +256,7 @@ def _turn_entries(
         for call in turn.get("tool_calls") or ():
             call_id = str(call.get("id")) if isinstance(call, Mapping) else ""
             tool_name, arguments = tool_call_parts(call)
-            key = (tool_name or "tool", _tool_target(arguments))
+            key = (tool_name or "tool", tool_target(arguments))
             tools.pop(key, None)
             tools[key] = (date, call_id)
     for (tool_name, target), (when_known, call_id) in tools.items():
@@ -273,21 +271,6 @@ def _turn_entries(
     questions = sections[t.HEADING_OPEN_QUESTIONS]
     sections[t.HEADING_OPEN_QUESTIONS] = deque(list(questions)[-OPEN_QUESTIONS:])
     return [entry for section in sections.values() for entry in section]
-
-
-def _tool_target(arguments: str) -> str:
-    """The argument that says what a tool call acted on, short and redacted."""
-    try:
-        parsed = json.loads(arguments) if arguments else {}
-    except ValueError:
-        return clip(redact(" ".join(arguments.split())), TOOL_TARGET_CHARS)
-    if isinstance(parsed, Mapping):
-        chosen = next((parsed[k] for k in _TARGET_KEYS if isinstance(parsed.get(k), str)), None)
-        if chosen is None:
-            chosen = next((v for v in parsed.values() if isinstance(v, str | int | float)), "")
-        parsed = chosen
-    text = parsed if isinstance(parsed, str) else json.dumps(parsed, ensure_ascii=False)
-    return json.dumps(clip(redact(" ".join(text.split())), TOOL_TARGET_CHARS), ensure_ascii=False)
 
 
 def _newest_per_subject(entries: list[_Entry]) -> list[_Entry]:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import datetime as dt
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from functools import lru_cache
@@ -19,6 +18,7 @@ from compression.features import (
 from compression.memory import MemoryEntry, MemoryUpdate
 from compression.redact import redact
 from compression.salient import clip
+from compression.tool_targets import tool_target
 from compression.transcript import (
     content_text,
     speaker_of_opening,
@@ -32,13 +32,11 @@ OPEN_QUESTIONS_PER_SPAN = 5
 # Routine calls of a span kept in the memory (the newest); failed ones are always kept.
 DONE_TOOL_CALLS_PER_SPAN = 16
 LATEST_ASK_MAX_CHARS = 600
-TOOL_TARGET_CHARS = 120
 ASSISTANT_MIN_WEIGHT = 3
 REDACTED_CACHE_TEXTS = 65_536
 READ_LIMIT_CHARS, READ_HEAD_CHARS, READ_TAIL_CHARS = 6_000, 4_000, 1_500
 LATEST_ASK_SUBJECT = "latest ask"
 _ERROR_WORDS = ("error", "failed", "failure", "exception", "traceback", "timed out", "fatal")
-_TARGET_KEYS = ("path", "file_path", "file", "url", "query", "q", "command", "cmd", "target")
 
 
 @dataclass(frozen=True, slots=True)
@@ -139,7 +137,7 @@ def extract_update(
             )
         for call in tool_calls or ():
             name, arguments = tool_call_parts(call)
-            key = (name or "tool", _tool_target(arguments))
+            key = (name or "tool", tool_target(arguments))
             calls.pop(key, None)
             call_id = str(call.get("id")) if isinstance(call, Mapping) else ""
             calls[key] = _Call(call_id, date, sources)
@@ -253,18 +251,3 @@ def _entry(
         owner=owner,
         due=found.due,
     )
-
-
-def _tool_target(arguments: str) -> str:
-    """The argument that says what a tool call acted on, short and redacted."""
-    try:
-        parsed = json.loads(arguments) if arguments else {}
-    except ValueError:
-        return clip(redact(" ".join(arguments.split())), TOOL_TARGET_CHARS)
-    if isinstance(parsed, Mapping):
-        chosen = next((parsed[k] for k in _TARGET_KEYS if isinstance(parsed.get(k), str)), None)
-        if chosen is None:
-            chosen = next((v for v in parsed.values() if isinstance(v, str | int | float)), "")
-        parsed = chosen
-    text = parsed if isinstance(parsed, str) else json.dumps(parsed, ensure_ascii=False)
-    return json.dumps(clip(redact(" ".join(text.split())), TOOL_TARGET_CHARS), ensure_ascii=False)

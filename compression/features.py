@@ -12,7 +12,15 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Literal
 
-from compression.salient import FILE_EXTENSIONS, FILE_NAME, URL, clip, sentences
+from compression.salient import (
+    ACTION,
+    FILE_EXTENSIONS,
+    FILE_NAME,
+    MENTION,
+    URL,
+    clip,
+    sentences,
+)
 
 FeatureKind = Literal["rule", "decision", "fact", "preference", "action"]
 
@@ -83,11 +91,6 @@ _RULE = re.compile(
     r"mandatory|required\s+to|only\s+(?:go|goes|use|send|deploy)|must\s+not|rule\s*:)",
     re.IGNORECASE,
 )
-_ACTION = re.compile(
-    r"\b(?:will|i'll|we'll|todo|to-do|action\s+item|please|should|needs?\s+to|going\s+to)\b",
-    re.IGNORECASE,
-)
-_MENTION = re.compile(r"@([A-Za-z0-9_][\w.-]{0,31})")
 _SELF_OWNER = re.compile(
     r"\b(?:i'll|i\s+will|i'm\s+going\s+to|i\s+am\s+going\s+to|i\s+can\s+take)\b", re.IGNORECASE
 )
@@ -291,7 +294,7 @@ def _candidate(
     owner_hint = named = None
     self_owned = False
     if kind == "action":
-        mention = _MENTION.search(text)
+        mention = MENTION.search(text)
         vocative = _VOCATIVE.match(body)
         owner_hint = mention.group(1) if mention else (vocative.group(1) if vocative else None)
         named_match = _NAMED_OWNER.search(text)
@@ -322,7 +325,7 @@ def _kind(
     ):
         return "rule"
     owned = "@" in lowered or _VOCATIVE.match(text) or _SELF_OWNER.search(lowered)
-    if "action" in signals and owned and _ACTION.search(lowered):
+    if "action" in signals and owned and ACTION.search(lowered):
         return "action"
     return None
 

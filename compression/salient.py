@@ -35,11 +35,11 @@ _RULE = re.compile(
     r"rule\s*:)",
     re.IGNORECASE,
 )
-_ACTION = re.compile(
+ACTION = re.compile(
     r"\b(?:will|i'll|we'll|todo|to-do|action\s+item|please|should|needs?\s+to|going\s+to)\b",
     re.IGNORECASE,
 )
-_MENTION = re.compile(r"@([A-Za-z0-9_][\w.-]{0,31})")
+MENTION = re.compile(r"@([A-Za-z0-9_][\w.-]{0,31})")
 _SELF_OWNER = re.compile(
     r"\b(?:i'll|i\s+will|i'm\s+going\s+to|i\s+am\s+going\s+to|i\s+can\s+take|todo|to-do|"
     r"action\s+item)\b",
@@ -107,7 +107,7 @@ def category(sentence: str, known_names: frozenset[str] = frozenset()) -> Catego
         return "preference"
     if _RULE.search(sentence):
         return "rule"
-    if _ACTION.search(sentence) and action_owner(sentence, "speaker", known_names):
+    if ACTION.search(sentence) and action_owner(sentence, "speaker", known_names):
         return "action"
     if _VALUE.search(sentence) or URL.search(sentence) or FILE_NAME.search(sentence):
         return "value"
@@ -116,7 +116,7 @@ def category(sentence: str, known_names: frozenset[str] = frozenset()) -> Catego
 
 def action_owner(sentence: str, speaker: str, known_names: frozenset[str]) -> str | None:
     """Who an action item belongs to: a mention, a named person, the speaker, or the group."""
-    mention = _MENTION.search(sentence)
+    mention = MENTION.search(sentence)
     if mention:
         return mention.group(1)
     vocative = _VOCATIVE.search(sentence)

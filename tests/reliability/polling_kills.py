@@ -71,8 +71,9 @@ class KillOutcome:
 class Zygote:
     """The `run_zygote` process: spawns and reaps `compactbot run` children on request."""
 
-    def __init__(self, process: asyncio.subprocess.Process) -> None:
+    def __init__(self, process: asyncio.subprocess.Process, log_path: Path) -> None:
         self._process = process
+        self._log_path = log_path
 
     async def _ask(self, line: str) -> str:
         assert self._process.stdin is not None and self._process.stdout is not None
@@ -83,7 +84,8 @@ class Zygote:
         return answer.decode().strip()
 
     async def spawn(self) -> int:
-        return int((await self._ask("spawn")).removeprefix("spawned "))
+        answer = await self._ask(f"spawn run {self._log_path}")
+        return int(answer.removeprefix("spawned "))
 
     async def wait(self, pid: int) -> int:
         return int((await self._ask(f"wait {pid}")).rsplit(" ", 1)[1])
@@ -105,14 +107,13 @@ async def zygote(workdir: Path, env: dict[str, str]) -> AsyncIterator[Zygote]:
         sys.executable,
         "-m",
         "tests.reliability.run_zygote",
-        str(workdir / "bot.log"),
         stdin=asyncio.subprocess.PIPE,
         stdout=asyncio.subprocess.PIPE,
         cwd=workdir,
         env=env,
     )
     try:
-        yield Zygote(process)
+        yield Zygote(process, workdir / "bot.log")
     finally:
         if process.stdin is not None:
             process.stdin.close()

@@ -1,11 +1,13 @@
-"""Forks real `compactbot run` processes from one interpreter that has already imported them.
+"""Forks real `compactbot` processes (`run`, `worker`, `ingress`) from one preloaded interpreter.
 
-    python -m tests.reliability.run_zygote LOGFILE     (environment: the bot's settings)
+    python -m tests.reliability.run_zygote     (environment: the bot's settings)
 
-stdin commands, one per line: `spawn` forks a child that runs `bot.cli.main(["run"])` and
-prints `spawned PID`; `wait PID` reaps it and prints `exited PID CODE` (negative: the signal).
-Crash tests kill the children; importing the bot once instead of per start (about 1.4 s on
-a busy 2-core machine) is what lets thirty kill-and-restart rounds finish in seconds.
+stdin commands, one per line: `spawn ROLE LOGFILE` forks a child running `bot.cli.main([ROLE])`
+with stderr appended to LOGFILE and prints `spawned PID`; `wait PID` reaps it and prints
+`exited PID CODE` (negative: the signal). Crash tests and the soaks kill the children: importing
+the bot once instead of per start (over a second on a busy 2-core machine) is what lets many
+kill-and-restart rounds finish in seconds, and reaping at once keeps a killed child from
+looking alive to the lease reclaim that checks its pid.
 """
 
 from __future__ import annotations
@@ -16,12 +18,13 @@ import sys
 import adapters.telegram
 import bot.cli
 import bot.modes
+import bot.worker_mode
 import scheduler.overnight
 
-PRELOADED = (adapters.telegram, bot.modes, scheduler.overnight)
+PRELOADED = (adapters.telegram, bot.modes, bot.worker_mode, scheduler.overnight)
 
 
-def spawn(log_path: str) -> int:
+def spawn(role: str, log_path: str) -> int:
     pid = os.fork()
     if pid:
         return pid
@@ -32,7 +35,7 @@ def spawn(log_path: str) -> int:
         os.dup2(devnull, 0)
         os.dup2(devnull, 1)
         os.dup2(log, 2)
-        bot.cli.main(["run"])
+        bot.cli.main([role])
     except SystemExit as exit_:
         code = exit_.code if isinstance(exit_.code, int) else 1
     finally:
@@ -41,14 +44,13 @@ def spawn(log_path: str) -> int:
 
 
 def main() -> None:
-    log_path = sys.argv[1]
     for line in sys.stdin:
-        command, _, arg = line.strip().partition(" ")
+        command, *args = line.split()
         if command == "spawn":
-            print(f"spawned {spawn(log_path)}", flush=True)
+            print(f"spawned {spawn(args[0], args[1])}", flush=True)
         elif command == "wait":
-            _, status = os.waitpid(int(arg), 0)
-            print(f"exited {arg} {os.waitstatus_to_exitcode(status)}", flush=True)
+            _, status = os.waitpid(int(args[0]), 0)
+            print(f"exited {args[0]} {os.waitstatus_to_exitcode(status)}", flush=True)
 
 
 if __name__ == "__main__":
