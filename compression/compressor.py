@@ -15,7 +15,7 @@ from compression.engine import ContextEngine
 from compression.fold import middle_span
 from compression.handoff import take_handoffs
 from compression.memory import Memory, MessageSource
-from compression.message_counts import input_counts, recounted, total_of
+from compression.message_counts import input_counts, recounted, summarised_tokens, total_of
 from compression.message_hints import checked_hints
 from compression.prune import prune_tracked
 from compression.redact import redaction_memo
@@ -223,9 +223,10 @@ class ContextCompressor(ContextEngine):
             return self._unchanged(messages, before, "noop", "nothing to compress", strike=True)
         start, end = plan.boundaries.start, plan.boundaries.end
         pruned, changed = prune_tracked(plan.working, end, plan.hints)
-        pruned_tokens = recounted(pruned, plan.tokens, changed, counter)
+        kept_changed = [i for i in changed if not start <= i < end]
+        pruned_tokens = recounted(pruned, plan.tokens, kept_changed, counter)
         span = middle_span(pruned, start, end, changed, plan.origin, plan.hints, sources)
-        middle_tokens = sum(pruned_tokens[start:end])
+        middle_tokens = summarised_tokens(pruned, plan.tokens, start, end, changed)
         step = SummaryStep(
             self._memory,
             plan.previous_summary,

@@ -243,6 +243,7 @@ class _SourceIndex:
         self._ids = ids
         self._texts: list[tuple[str, str]] | None = None  # read on the first entry without sources
         self._found: dict[tuple[str, ...], tuple[str, ...]] = {}  # a reply repeats its words
+        self._by_text: dict[str, tuple[str, ...]] = {}  # and its lines
 
     @property
     def texts(self) -> list[tuple[str, str]]:
@@ -252,11 +253,17 @@ class _SourceIndex:
         return self._texts
 
     def find(self, entry: MemoryEntry) -> tuple[str, ...]:
+        known = self._by_text.get(entry.text)
+        if known is not None:
+            return known
+        if not self.texts:
+            return ()
         words = tuple(sorted(set(_WORD.findall(entry.text)), key=len, reverse=True)[:2])
         if not words:
             return ()
         known = self._found.get(words)
         if known is not None:
+            self._by_text[entry.text] = known
             return known
         found: list[str] = []
         for text, i in self.texts:
@@ -264,7 +271,7 @@ class _SourceIndex:
                 found.append(i)
                 if len(found) == SOURCES_PER_ENTRY:
                     break
-        self._found[words] = result = tuple(found)
+        self._found[words] = self._by_text[entry.text] = result = tuple(found)
         return result
 
 

@@ -10,7 +10,13 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from compression.tokens import MESSAGE_OVERHEAD_TOKENS, MessageCounter, TokenCounter
+from compression.tokens import (
+    CHARS_PER_TOKEN_ESTIMATE,
+    MESSAGE_OVERHEAD_TOKENS,
+    MessageCounter,
+    TokenCounter,
+)
+from compression.transcript import content_text, tool_call_parts
 
 Message = Mapping[str, Any]
 # What count_message() reads of a message besides its content.
@@ -63,6 +69,37 @@ def recounted(
     for index in changed:
         out[index] = counter.count_message(messages[index])
     return out
+
+
+def summarised_tokens(
+    messages: Sequence[Message],
+    counts: Sequence[int],
+    start: int,
+    end: int,
+    estimated: Iterable[int],
+    chars_per_token: float = CHARS_PER_TOKEN_ESTIMATE,
+) -> int:
+    """Tokens of `messages[start:end]`: their counts, except at the `estimated` positions,
+    whose characters are taken at `chars_per_token`. A summarised message is never kept, so
+    its size only steers the summary's budget: not worth a pass of the tokenizer."""
+    total = sum(counts[start:end])
+    for index in estimated:
+        if start <= index < end:
+            total += estimated_count(messages[index], chars_per_token) - counts[index]
+    return total
+
+
+def estimated_count(message: Message, chars_per_token: float) -> int:
+    """`count_message` estimated from the message's characters."""
+    chars = len(content_text(message.get("content")))
+    for call in message.get("tool_calls") or ():
+        name, arguments = tool_call_parts(call)
+        chars += len(name) + len(arguments)
+    for key in ("name", "tool_call_id"):
+        value = message.get(key)
+        if isinstance(value, str):
+            chars += len(value)
+    return MESSAGE_OVERHEAD_TOKENS + int(chars / chars_per_token + 0.5)
 
 
 def total_of(

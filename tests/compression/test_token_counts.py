@@ -107,3 +107,25 @@ async def test_counts_that_do_not_fit_are_refused_and_change_nothing(counts: Any
     with pytest.raises(TokenCountsError):
         await compressor.compress(chat, token_counts=counts(len(chat)))
     assert compressor.state == before
+
+
+async def test_a_pruned_result_in_the_middle_is_estimated_not_tokenized() -> None:
+    chat = _chat()
+    counter = RecordingCounter()
+    compressor = ContextCompressor(CONFIG, PerfectSummarizer(), counter=counter)
+    result = await compressor.compress(chat, token_counts=_stored_counts(chat))
+    assert result.outcome == "compressed"
+    # The read_file result is summarised, so only its one-line description is shown: never
+    # kept, it is not worth the tokenizer.
+    assert not any(m.get("role") == "tool" for m in counter.messages)
+
+
+def test_an_estimate_reads_every_counted_part_of_a_message() -> None:
+    from compression.message_counts import estimated_count, summarised_tokens
+
+    call = {"id": "c1", "function": {"name": "read_file", "arguments": '{"path": "a.py"}'}}
+    message = {"role": "assistant", "content": "x" * 40, "tool_calls": [call]}
+    assert estimated_count(message, 4.0) == 4 + round((40 + 9 + 16) / 4)
+    assert estimated_count({"role": "tool", "tool_call_id": "c1", "content": ""}, 2.0) == 5
+    messages = [message] * 3
+    assert summarised_tokens(messages, [100, 100, 100], 0, 2, [1, 2]) == 100 + 20
