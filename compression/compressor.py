@@ -14,6 +14,7 @@ from compression.boundaries import Boundaries, plan_boundaries
 from compression.engine import ContextEngine
 from compression.fold import middle_span
 from compression.handoff import take_handoffs
+from compression.lazy_counts import LazyCounts, tokens_before
 from compression.memory import Memory, MessageSource
 from compression.message_counts import input_counts, recounted, summarised_tokens, total_of
 from compression.message_hints import checked_hints
@@ -38,7 +39,7 @@ Messages = Sequence[Mapping[str, Any]]
 @dataclass(frozen=True, slots=True)
 class _Plan:
     working: list[Mapping[str, Any]]
-    tokens: list[int]  # one per working message
+    tokens: Sequence[int]  # one per working message
     hints: list[int | None] | None  # one per working message, when the caller gave them
     previous_summary: str | None
     previous_tokens: int  # an upper bound: the tokens of the messages that carried it
@@ -201,7 +202,7 @@ class ContextCompressor(ContextEngine):
     async def _compress(
         self,
         messages: Messages,
-        counts: list[int],
+        counts: Sequence[int],
         hints: Sequence[int] | None,
         counter: MessageCounter,
         focus_topic: str | None,
@@ -213,14 +214,13 @@ class ContextCompressor(ContextEngine):
         reread: Mapping[str, Mapping[str, Any]] | None,
     ) -> CompressionResult:
         now = self._clock()
-        before = sum(counts)
         if force:
             self._state = breaker.lift_cooldown(self._state)
         elif breaker.is_paused(self._state, now):
-            return self._unchanged(messages, before, "noop", "breaker paused", strike=False)
+            return self._unchanged(messages, counts, "noop", "breaker paused", strike=False)
         plan = self._plan(messages, counts, kinds, hints, counter)
         if plan.boundaries.empty:
-            return self._unchanged(messages, before, "noop", "nothing to compress", strike=True)
+            return self._unchanged(messages, counts, "noop", "nothing to compress", strike=True)
         start, end = plan.boundaries.start, plan.boundaries.end
         pruned, changed = prune_tracked(plan.working, end, plan.hints)
         kept_changed = [i for i in changed if not start <= i < end]
@@ -245,13 +245,14 @@ class ContextCompressor(ContextEngine):
             step, self._config, self._summarizer, counter, self._state, self._session_id
         )
         if summary.body is None or summary.memory is None:
-            return self._unchanged(messages, before, "aborted", summary.error, strike=False)
+            return self._unchanged(messages, counts, "aborted", summary.error, strike=False)
         body = ensure_pins(summary.body, tuple(pins))
         kept = pruned[:start] + pruned[end:]
         output = assemble(pruned[:start], body, pruned[end:])
         after = total_of(output, kept, pruned_tokens[:start] + pruned_tokens[end:], counter)
+        before = tokens_before(counts, after)
         if after >= before:
-            return self._unchanged(messages, before, "noop", "summary not smaller", strike=True)
+            return self._unchanged(messages, counts, "noop", "summary not smaller", strike=True)
         self._memory = summary.memory
         return self._completed(output, body, summary, before, after, end - start, now)
 
@@ -267,12 +268,20 @@ class ContextCompressor(ContextEngine):
         flags = [kind == "summary" for kind in kinds] if kinds is not None else None
         handoff = take_handoffs(messages, flags, hints)
         working = handoff.messages
+        sources = handoff.sources
         if not handoff.bodies:  # nothing taken out: the messages and counts as they are
-            tokens = list(counts)
+            tokens: Sequence[int] = counts if isinstance(counts, LazyCounts) else list(counts)
+        elif isinstance(counts, LazyCounts):
+            tokens = LazyCounts(
+                working,
+                lambda i: (
+                    counts[sources[i]] if sources[i] >= 0 else counter.count_message(working[i])
+                ),
+            )
         else:
             tokens = [
                 counts[source] if source >= 0 else counter.count_message(message)
-                for source, message in zip(handoff.sources, working, strict=True)
+                for source, message in zip(sources, working, strict=True)
             ]
         # A summary in the transcript means a compaction already ran, also before a restart:
         # the head decays (#11996) and that summary is the one to update. Without one, a
@@ -304,7 +313,7 @@ class ContextCompressor(ContextEngine):
     def _unchanged(
         self,
         messages: Messages,
-        before: int,
+        counts: Sequence[int],
         outcome: Outcome,
         error: str | None,
         *,
@@ -315,6 +324,7 @@ class ContextCompressor(ContextEngine):
         if strike:
             self._state = breaker.record_strike(self._state, now)
         log.info("compaction session=%s outcome=%s reason=%s", self._session_id, outcome, error)
+        before = counts.exact_total() if isinstance(counts, LazyCounts) else sum(counts)
         return CompressionResult(
             messages=[dict(m) for m in messages],
             summary=None,

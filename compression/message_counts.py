@@ -10,13 +10,13 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from compression.lazy_counts import LazyCounts, estimated_count
 from compression.tokens import (
     CHARS_PER_TOKEN_ESTIMATE,
     MESSAGE_OVERHEAD_TOKENS,
     MessageCounter,
     TokenCounter,
 )
-from compression.transcript import content_text, tool_call_parts
 
 Message = Mapping[str, Any]
 # What count_message() reads of a message besides its content.
@@ -29,10 +29,10 @@ class TokenCountsError(ValueError):
 
 def input_counts(
     messages: Sequence[Message], token_counts: Sequence[int] | None, counter: MessageCounter
-) -> list[int]:
-    """One count per message: the caller's, checked, or each message counted once."""
+) -> list[int] | LazyCounts:
+    """One count per message: the caller's, checked, or each message counted when first read."""
     if token_counts is None:
-        return [counter.count_message(m) for m in messages]
+        return LazyCounts(messages, lambda index: counter.count_message(messages[index]))
     counts = list(token_counts)
     if len(counts) != len(messages):
         raise TokenCountsError(
@@ -46,25 +46,19 @@ def input_counts(
     return counts
 
 
-def same_values(copy: Message, source: Message) -> bool:
-    """True when `copy` holds the very objects `source` holds for every counted value
-    (SPEC 5: content, tool-call envelopes, name, tool call id)."""
-    # Spelled out: this runs once per message of the transcript, a generator costs 3x as much.
-    return (
-        copy.get("content") is source.get("content")
-        and copy.get("tool_calls") is source.get("tool_calls")
-        and copy.get("name") is source.get("name")
-        and copy.get("tool_call_id") is source.get("tool_call_id")
-    )
-
-
 def recounted(
     messages: Sequence[Message],
     counts: Sequence[int],
     changed: Iterable[int],
     counter: MessageCounter,
-) -> list[int]:
+) -> list[int] | LazyCounts:
     """`counts` with the messages at the `changed` positions counted afresh."""
+    if isinstance(counts, LazyCounts):
+        fresh = set(changed)
+        return LazyCounts(
+            messages,
+            lambda i: counter.count_message(messages[i]) if i in fresh else counts[i],
+        )
     out = list(counts)
     for index in changed:
         out[index] = counter.count_message(messages[index])
@@ -80,26 +74,23 @@ def summarised_tokens(
     chars_per_token: float = CHARS_PER_TOKEN_ESTIMATE,
 ) -> int:
     """Tokens of `messages[start:end]`: their counts, except at the `estimated` positions,
-    whose characters are taken at `chars_per_token`. A summarised message is never kept, so
-    its size only steers the summary's budget: not worth a pass of the tokenizer."""
+    whose characters are taken at `chars_per_token` (lazy counts: every one not counted yet,
+    at their own density). A summarised message is never kept, so its size only steers the
+    summary's budget: not worth a pass of the tokenizer."""
+    if isinstance(counts, LazyCounts):
+        density = counts.chars_per_token()
+        again = set(estimated)
+        return sum(
+            estimated_count(messages[i], density)
+            if i in again
+            else counts.known_or_estimated(i, density)
+            for i in range(start, end)
+        )
     total = sum(counts[start:end])
     for index in estimated:
         if start <= index < end:
             total += estimated_count(messages[index], chars_per_token) - counts[index]
     return total
-
-
-def estimated_count(message: Message, chars_per_token: float) -> int:
-    """`count_message` estimated from the message's characters."""
-    chars = len(content_text(message.get("content")))
-    for call in message.get("tool_calls") or ():
-        name, arguments = tool_call_parts(call)
-        chars += len(name) + len(arguments)
-    for key in ("name", "tool_call_id"):
-        value = message.get(key)
-        if isinstance(value, str):
-            chars += len(value)
-    return MESSAGE_OVERHEAD_TOKENS + int(chars / chars_per_token + 0.5)
 
 
 def total_of(
@@ -118,7 +109,12 @@ def total_of(
     total = 0
     for message in messages:
         found = by_values.get((id(message.get("content")), id(message.get("tool_calls"))))
-        if found is not None and same_values(message, found[0]):
+        # The key vouches for content and tool calls; the other two counted values, inline.
+        if (
+            found is not None
+            and message.get("name") is found[0].get("name")
+            and message.get("tool_call_id") is found[0].get("tool_call_id")
+        ):
             total += found[1]
             continue
         extended = _extended_count(message, known, known_counts, counter) if known else None

@@ -57,7 +57,7 @@ def test_compress_with_hints_equals_compress_without(seed: int, summarised: bool
     counter = TokenCounter(None, cache_entries=0)
     counts = [counter.count_message(m) for m in messages]
     plain, fast = (_Recording(), _Recording()) if summarised else (None, None)
-    reference = _compress(messages, plain)
+    reference = _compress(messages, plain, token_counts=counts)
     hints = [message_hints(m) for m in messages]
     hinted = _compress(messages, fast, token_counts=counts, hints=hints)
     assert reference.outcome == hinted.outcome == "compressed"
