@@ -111,10 +111,14 @@ def drop_unpaired_tool_messages(messages: Messages) -> list[dict[str, Any]]:
                 continue
             pending.discard(ident)
             answered.add(ident)
-        else:
+        elif message.get("tool_calls"):  # most messages carry none: no list built for them
             pending.update(i for i in (call_id(c) for c in tool_calls_of(message)) if i)
         kept.append(dict(message))
-    return [m for m in (_answered_calls_only(m, answered) for m in kept) if m is not None]
+    return [
+        m
+        for m in (_answered_calls_only(m, answered) if "tool_calls" in m else m for m in kept)
+        if m is not None
+    ]
 
 
 def _answered_calls_only(message: dict[str, Any], answered: set[str]) -> dict[str, Any] | None:

@@ -13,6 +13,7 @@ from compression.tokens import IMAGE_PART_TYPES
 
 # Results this short already cost less than a one-line summary would save.
 MIN_PRUNE_CHARS = 200
+DEDUP_KEY_CHARS = 32
 # Tool-call arguments above this are shrunk leaf by leaf, each long string to its first chars.
 MAX_ARGS_CHARS = 500
 ARG_LEAF_KEEP_CHARS = 200
@@ -91,18 +92,24 @@ def _calls_by_id(messages: Iterable[Mapping[str, Any]]) -> dict[str, Mapping[str
 
 def _deduplicate_results(messages: list[Mapping[str, Any]], results: Sequence[int]) -> set[int]:
     """Older identical results become a placeholder; the newest copy stays verbatim."""
-    seen: set[str] = set()  # the texts themselves: hashing a str is cheaper than a digest
+    # Keyed by length and both ends: hashing every long result in full would read each one
+    # (a fresh string hashes all its characters); only texts sharing a key are compared.
+    seen: dict[tuple[int, str, str], list[str]] = {}
     changed: set[int] = set()
     for index in reversed(results):
         message = messages[index]
         content = message.get("content")
         if not isinstance(content, str) or len(content) < MIN_PRUNE_CHARS:
             continue
-        if content in seen:
+        key = (len(content), content[:DEDUP_KEY_CHARS], content[-DEDUP_KEY_CHARS:])
+        alike = seen.get(key)
+        if alike is None:
+            seen[key] = [content]
+        elif content in alike:
             messages[index] = {**message, "content": DUPLICATE_PLACEHOLDER}
             changed.add(index)
         else:
-            seen.add(content)
+            alike.append(content)
     return changed
 
 

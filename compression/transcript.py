@@ -59,6 +59,8 @@ def _image_label(part: Mapping[str, Any]) -> str:
 
 def split_speaker(text: str) -> tuple[str | None, str]:
     """("Alice", "hi") for "[Alice] hi"; (None, text) when the text carries no attribution."""
+    if text[:1] != "[":  # the expression's first character, without running it
+        return None, text
     match = _SPEAKER.match(text)
     if match is None or match["name"].strip().lower().split(":")[0] in _NOT_SPEAKERS:
         return None, text

@@ -42,6 +42,15 @@ def test_duplicates_replaced_anywhere_newest_kept_verbatim() -> None:
     assert out[3]["content"] == LONG_OUTPUT
 
 
+def test_results_alike_at_both_ends_are_duplicates_only_when_equal() -> None:
+    middle = LONG_OUTPUT.replace("line 20 ", "line 2O ")  # same length, same ends
+    rounds = [("c1", LONG_OUTPUT), ("c2", middle), ("c3", LONG_OUTPUT), ("c4", middle)]
+    messages = [m for ident, result in rounds for m in _terminal_round(ident, result)]
+    out = prune(messages, tail_start=len(messages))
+    assert [out[i]["content"] for i in (1, 3)] == [DUPLICATE_PLACEHOLDER] * 2
+    assert [out[i]["content"].startswith("[terminal] ran") for i in (5, 7)] == [True, True]
+
+
 def test_invalid_json_arguments_are_left_untouched() -> None:
     raw = '{"command": "' + "x" * 900
     messages = [
