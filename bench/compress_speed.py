@@ -107,6 +107,7 @@ async def _child_main(size: int, mode: str, stored: dict | None, trace: bool) ->
         "ours_ms": ours_s * 1000,
         "calibration_ms": calibration_s * 1000,
         "outcome": result.outcome,
+        "tokens_before": result.tokens_before,
         "estimate": reference,
     }
 
@@ -146,7 +147,9 @@ def render(results: Results) -> Section:
         "`counts` = the store's token counts and message hints passed as the service passes "
         "them, `stub` = a "
         "summarizer answering a fixed 2,000-char summary at once, `deterministic` = no "
-        "summarizer. Hermes' time is K × the calibration pass timed in the same process "
+        "summarizer, `no counts` = neither counts nor hints (compress() then counts what it "
+        "keeps and estimates the middle it summarises). "
+        "Hermes' time is K × the calibration pass timed in the same process "
         "just before and just after (the faster of the two; K from hermes-speed.md). "
         "Medians over the processes.",
         "",
@@ -183,6 +186,17 @@ def render(results: Results) -> Section:
             rows,
         )
     )
+    errors = [
+        f"{size:,}: {100 * (runs[0]['tokens_before'] / exact[0]['tokens_before'] - 1):+.2f} %"
+        for (size, mode), runs in sorted(results.runs.items())
+        if mode == "no counts" and (exact := results.runs.get((size, "stub")))
+    ]
+    if errors:
+        s.add(
+            "`tokens_before` without counts (the summarised middle estimated) against the "
+            f"exact count: {', '.join(errors)}.",
+            "",
+        )
     if results.memory:
         s.add(
             f"Memory of one {max(SIZES):,}-message `compress()` (tracemalloc, stub, counts): "

@@ -169,8 +169,10 @@ class ContextCompressor(ContextEngine):
         """Compact `messages`; never raises for summarizer failures, never mutates the input.
 
         `token_counts`: one count per message (the store's); those messages are not tokenized
-        again. Raises TokenCountsError when they do not fit the messages. `current_tokens` is
-        accepted for API stability; decisions use local counts only.
+        again. Raises TokenCountsError when they do not fit the messages. Without them, each
+        message the call keeps is counted once and those it summarises are estimated, so
+        `tokens_before` is then an estimate (counted in full when too close to call).
+        `current_tokens` is accepted for API stability; decisions use local counts only.
         `memory` is the session's memory (default: this compressor's own); `kinds` marks the
         caller's summary rows ("summary"), so no text is taken for one by its wording;
         `sources` (one per message) are recorded in the memory; `reread` holds the archived

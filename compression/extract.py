@@ -80,7 +80,10 @@ def extract_update(
             continue
         if role not in ("user", "assistant"):
             continue
-        if empty is not None and empty[index] and not turn.get("tool_calls"):
+        if not turn.get("tool_calls") and (
+            (empty[index] if empty is not None else False)
+            or (min_weight > 1 and _cannot_weigh(turn.get("content"), min_weight))
+        ):
             # Known to hold nothing: only who spoke counts, and a user's text once it is
             # known to be the span's last ask (read at the end).
             if role == "user":
@@ -174,6 +177,18 @@ def _last_unread_ask(
         if text.strip():
             return text, name or "user", turn, source, at
     return None
+
+
+def _cannot_weigh(content: Any, min_weight: int) -> bool:
+    """may_weigh() fails on the whole text, so on what read_turn() reads of it: for a text
+    it neither cuts nor strips of think blocks, that is the text or a suffix of it (the
+    speaker's label dropped), which holds nothing the gate seeks that the whole lacks."""
+    return (
+        type(content) is str
+        and len(content) <= READ_LIMIT_CHARS
+        and "<" not in content
+        and not may_weigh(content, min_weight)
+    )
 
 
 def read_turn(turn: Mapping[str, Any]) -> tuple[str, str | None]:

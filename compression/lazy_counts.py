@@ -45,6 +45,7 @@ class LazyCounts(Sequence[int]):
         count = self._counts[index]
         if count is None:
             count = self._counts[index] = self._count_of(index)
+            self._estimates.pop(index, None)
             self._chars += message_chars(self._messages[index])
             self._tokens += max(0, count - MESSAGE_OVERHEAD_TOKENS)
         return count
@@ -65,9 +66,16 @@ class LazyCounts(Sequence[int]):
         return estimate
 
     def estimated_total(self) -> int:
-        """Counted messages as counted, the others estimated at `chars_per_token()`."""
-        density = self.chars_per_token()
-        return sum(self.known_or_estimated(i, density) for i in range(len(self._counts)))
+        """Counted messages as counted, the others estimated (at `chars_per_token()` where no
+        estimate was made yet): sums in C over what the call already holds."""
+        known = [count for count in self._counts if count is not None]
+        total = sum(known) + sum(self._estimates.values())
+        if len(known) + len(self._estimates) < len(self._counts):
+            density = self.chars_per_token()
+            for index, count in enumerate(self._counts):
+                if count is None and index not in self._estimates:
+                    total += self.known_or_estimated(index, density)
+        return total
 
     def exact_total(self) -> int:
         return sum(self._read(i) for i in range(len(self._counts)))

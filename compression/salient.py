@@ -54,6 +54,8 @@ FILE_EXTENSIONS = (
     "py|js|ts|tsx|jsx|md|json|ya?ml|toml|txt|csv|tsv|pdf|docx?|xlsx?|pptx?|png|jpe?g|gif|svg|"
     "zip|tar|gz|sh|html?|css|go|rs|java|kt|rb|php|sql|log|ini|cfg|conf|env|ipynb|mp3|mp4|wav"
 )
+_DIGIT = re.compile(r"\d")
+_ASCII_DIGITS = "0123456789"
 URL = re.compile(r"https?://[^\s<>\"')\]]+[^\s<>\"')\].,;:!?]")
 FILE_NAME = re.compile(rf"(?<![\w/@.-])(?:[\w.-]+/)*[\w-][\w.-]*\.(?:{FILE_EXTENSIONS})\b")
 _VALUE = re.compile(
@@ -151,3 +153,11 @@ def norm_key(line: str) -> str:
     """Lowercase letters and digits of a line without its speaker tag: the duplicate test."""
     text = _TAG.sub("", line.strip().lstrip("-*• ").strip())
     return "".join(ch for ch in text.lower() if ch.isalnum())
+
+
+def has_digit(text: str) -> bool:
+    """`_DIGIT.search(text)`; an ASCII text (known in O(1)) takes ten memchr scans instead,
+    a quarter of the expression's cost."""
+    if text.isascii():
+        return any(map(text.__contains__, _ASCII_DIGITS))
+    return _DIGIT.search(text) is not None

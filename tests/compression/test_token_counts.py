@@ -145,3 +145,18 @@ def test_an_estimate_reads_every_counted_part_of_a_message() -> None:
     assert estimated_count({"role": "tool", "tool_call_id": "c1", "content": ""}, 2.0) == 5
     messages = [message] * 3
     assert summarised_tokens(messages, [100, 100, 100], 0, 2, [1, 2]) == 100 + 20
+
+
+def test_a_message_estimated_then_counted_is_summed_once() -> None:
+    from compression.lazy_counts import LazyCounts
+
+    chat = _chat()
+    counter = TokenCounter(None, cache_entries=0)
+    lazy = LazyCounts(chat, lambda i: counter.count_message(chat[i]))
+    lazy[0]
+    density = lazy.chars_per_token()
+    estimates = [lazy.known_or_estimated(i, density) for i in range(len(chat))]
+    assert lazy.estimated_total() == sum(estimates)
+    lazy[3]  # estimated above, counted now
+    assert lazy.estimated_total() == sum(estimates) - estimates[3] + lazy[3]
+    assert lazy[:] == _stored_counts(chat) and lazy.exact_total() == sum(_stored_counts(chat))
