@@ -53,9 +53,13 @@ def message_hints(message: Mapping[str, Any]) -> int:
         hints |= CALLS_CLEAN
     if role not in ("user", "assistant"):
         return hints
-    if _empty(read_features(message)):
+    featureless = _empty(read_features(message))
+    if featureless:
         hints |= FEATURELESS
-    if _empty(read_features({**message, "content": truncate_body(redacted)})):
+    shown = truncate_body(redacted)
+    # Most copies are the text itself (nothing redacted, cut or stripped): read once.
+    same = shown == text and type(message.get("content")) is str
+    if featureless if same else _empty(read_features({**message, "content": shown})):
         hints |= SHOWN_FEATURELESS
     return hints
 

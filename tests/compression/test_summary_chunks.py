@@ -9,7 +9,7 @@ import pytest
 
 from compression import CompressorConfig, ContextCompressor
 from compression.message_hints import HintsError, message_hints
-from compression.redact import redaction_memo
+from compression.redact import redact, redaction_memo
 from compression.summarizer import SummaryRequest
 from compression.summary_chunks import summary_chunks
 from compression.summary_input import chunk_turns, participants, summary_turns
@@ -112,3 +112,22 @@ def test_hints_vouch_only_for_what_holds() -> None:
     }
     caller = message_hints({"role": "assistant", "content": None, "tool_calls": [call]})
     assert caller & TOOL_MESSAGE and not caller & CALLS_CLEAN
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_the_shown_copy_is_read_once_only_when_it_is_the_text(seed: int) -> None:
+    from compression.extract import read_features
+    from compression.message_hints import SHOWN_FEATURELESS
+    from compression.summary_input import truncate_body
+    from compression.transcript import content_text, strip_think
+
+    padded = {"role": "assistant", "content": "  The budget is $5,000.  "}
+    for message in [*seeded_chat(seed), padded]:
+        if message["role"] not in ("user", "assistant"):
+            continue
+        text = content_text(message.get("content"))
+        view = strip_think(text) if message["role"] == "assistant" else text
+        shown = {**message, "content": truncate_body(redact(view))}
+        features = read_features(shown)
+        featureless = not (features.candidates or features.links or features.questions)
+        assert bool(message_hints(message) & SHOWN_FEATURELESS) == featureless
