@@ -10,8 +10,14 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Literal
 
+from compression.line_subjects import (
+    SUBJECT_SCAN_CHARS,
+    FeatureKind,
+    label_kind,
+    split_label,
+    subject_of,
+)
 from compression.salient import (
     ACTION,
     FILE_EXTENSIONS,
@@ -23,54 +29,12 @@ from compression.salient import (
     sentences,
 )
 
-FeatureKind = Literal["rule", "decision", "fact", "preference", "action"]
-
 FEATURE_CACHE_MESSAGES = 65_536
 # A message this short is one entry: "CONSTRAINT: Spend cap is €800. Never exceed it." keeps
 # its cap and its rule together instead of two half-entries.
 WHOLE_MESSAGE_CHARS = 280
 ENTRY_MAX_CHARS = 400
-SUBJECT_MAX_WORDS = 6
-SUBJECT_SCAN_CHARS = 200
-MAX_LABELS = 3
 
-_LABEL = re.compile(r"^(?P<label>[A-Za-z][A-Za-z ]{0,28}?)\s*:\s+(?=\S)")
-# Labels that start many unrelated lines; the kind they hint at, if any.
-_LABEL_KINDS: dict[str, FeatureKind | None] = {
-    **dict.fromkeys(("fact", "facts", "value", "info", "key fact", "data"), "fact"),
-    **dict.fromkeys(("rule", "rules", "constraint", "house rule", "chat rule"), "rule"),
-    **dict.fromkeys(("safety rule", "policy", "requirement", "limit", "group rule"), "rule"),
-    **dict.fromkeys(("decision", "final decision", "decided", "resolution"), "decision"),
-    **dict.fromkeys(("action", "action item", "todo", "to-do", "task"), "action"),
-    **dict.fromkeys(("note", "notes", "update", "fyi", "reminder", "correction"), None),
-    **dict.fromkeys(("important", "warning", "ps", "re", "btw", "heads up", "nb"), None),
-}
-# A label of several words is still a label when one of them is ("Rule for this group:").
-_LABEL_WORDS = frozenset({"rule", "rules", "note", "fact", "constraint", "decision", "update",
-                          "reminder", "policy", "todo", "fyi"})  # fmt: skip
-_TAG = re.compile(r"^\[[^\]]{1,80}\]\s*")
-_OPENER = re.compile(
-    r"^(?:(?:update|note|fyi|correction|actually|ok|okay|so|also|btw|reminder|ps|heads up|"
-    r"well|and|but|oh)\s*[:,!-]?\s+)+",
-    re.IGNORECASE,
-)
-_COPULA = re.compile(
-    r"\s(?:is|are|was|were|will\s+be|has\s+been|have\s+been|changed\s+to|moved\s+to|"
-    r"moves\s+to|set\s+to|becomes|equals)(?:\s+now)?\s|\s*[=:]\s|\s*→\s",
-    re.IGNORECASE,
-)
-_ARTICLE = re.compile(
-    r"^(?:(?:the|our|a|an|this|that|their|your)\s+)?"
-    r"(?:(?:new|updated|current|final|latest|old)\s+)?",
-    re.IGNORECASE,
-)
-_NOT_SUBJECTS = frozenset(
-    {
-        *("i", "it", "this", "that", "there", "he", "she", "they", "we", "you", "what", "who"),
-        *("which", "here", "thing", "one", "everything", "nothing", "something", "which one"),
-        *("answer", "question", "the answer", "so", "mine", "yours", "today", "tomorrow"),
-    }
-)
 _DECISION = re.compile(
     r"\b(?:we\s+decided|decided\s+(?:to|that|on)|(?:we\s+)?agreed|let'?s\s+go\s+with|"
     r"we'?ll\s+go\s+with|we\s+will\s+go\s+with|going\s+with|settled\s+on|final\s+decision)\b|"
@@ -109,7 +73,6 @@ _STRONG_VALUE = re.compile(
     r"\bv?\d+\.\d+\.\d+"
 )
 _NUMBER = re.compile(r"\b\d{3,}\b")
-_QUOTING = re.compile(r"[*_`\"']")
 _WEAK_VALUE = re.compile(
     r"\d|\b(?:monday|tuesday|wednesday|thursday|friday|saturday|sunday)\b", re.IGNORECASE
 )
@@ -160,7 +123,8 @@ _CURRENCIES = ("€", "£", "¥", "₽")
 _WEEKDAYS = frozenset(
     {"monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"}
 )
-# The first word of every _COPULA alternative, and how far into a line a subject's verb can be.
+# The first word of every line_subjects.COPULA alternative, and how far into a line a
+# subject's verb can be.
 _COPULA_WORDS = frozenset({"is", "are", "was", "were", "be", "been", "changed", "moved",
                            "moves", "set", "becomes", "equals"})  # fmt: skip
 COPULA_HEAD_WORDS = 16
@@ -269,7 +233,7 @@ def _weekday_statement(lowered: str) -> bool:
 def _candidate(
     text: str, pieces: list[str], signals: frozenset[str] | None = None
 ) -> Candidate | None:
-    label, body = _split_label(text)
+    label, body = split_label(text)
     lowered = text.lower()
     if signals is None:
         signals = _signals(lowered)
@@ -333,7 +297,7 @@ def _kind(
 @lru_cache(maxsize=FEATURE_CACHE_MESSAGES)
 def text_weight(text: str) -> int:
     """How much a summary loses without this line: exact values, labels, "remember" markers."""
-    label, _ = _split_label(text)
+    label, _ = split_label(text)
     lowered = text.lower()
     keep = any(marker in lowered for marker in _KEEP_MARKERS)
     normative = any(marker in lowered for marker in _NORMATIVE)
@@ -364,7 +328,7 @@ def may_weigh(text: str, minimum: int) -> bool:
 
 
 def _strip_opening(text: str) -> str:
-    label, body = _split_label(text)
+    label, body = split_label(text)
     return body if label else text
 
 
@@ -381,54 +345,3 @@ def _value_weight(text: str) -> int:
     if digit or ("day" in text.lower() and _WEAK_VALUE.search(text)):
         return 1
     return 0
-
-
-def _split_label(text: str) -> tuple[str | None, str]:
-    """("FACT", "The launch codename is PELICAN") for "FACT: The launch codename is PELICAN"."""
-    if ":" not in text[:32]:
-        return None, text
-    match = _LABEL.match(_TAG.sub("", text))
-    if match is None:
-        return None, text
-    label = match["label"].strip()
-    lowered = label.lower()
-    known = (
-        lowered in _LABEL_KINDS
-        or (label.isupper() and len(label) > 1)
-        or any(word in _LABEL_WORDS for word in lowered.split())
-    )
-    return (label, _TAG.sub("", text)[match.end() :]) if known else (None, text)
-
-
-def label_kind(label: str) -> FeatureKind | None:
-    """The kind a label names: "Rule for this group" is a rule, "Note" names none."""
-    lowered = label.lower()
-    if lowered in _LABEL_KINDS:
-        return _LABEL_KINDS[lowered]
-    return next((_LABEL_KINDS[w] for w in lowered.split() if _LABEL_KINDS.get(w)), None)
-
-
-def subject_of(text: str) -> tuple[str | None, bool]:
-    """What a statement is about ("budget cap"), and whether it is the speaker's own ("my …")."""
-    if _COPULA.search(text[:SUBJECT_SCAN_CHARS]) is None:
-        return None, False
-    body = _OPENER.sub("", _TAG.sub("", text.strip().lstrip("-*• ").strip()))
-    for _ in range(MAX_LABELS):  # "RULE: House rule: never …" carries two labels
-        label, inner = _split_label(body)
-        if not label:
-            break
-        body = _OPENER.sub("", inner)
-    match = _COPULA.search(body[:120])
-    if match is None or match.start() == 0:
-        return None, False
-    head = _QUOTING.sub("", body[: match.start()]).strip()
-    first_person = head.lower().startswith(("my ", "mine "))
-    if first_person:
-        head = head.split(" ", 1)[1] if " " in head else ""
-    head = _ARTICLE.sub("", head)
-    words = head.lower().split()
-    if not words or len(words) > SUBJECT_MAX_WORDS or " ".join(words) in _NOT_SUBJECTS:
-        return None, False
-    if not any(ch.isalpha() for ch in words[0]) or words[0] in ("i", "you", "we", "they"):
-        return None, False
-    return " ".join(words), first_person

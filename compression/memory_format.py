@@ -20,7 +20,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from compression.features import subject_of
+from compression.line_subjects import subject_of
 from compression.memory import EntryKind, Memory, MemoryEntry, MemoryUpdate, Resolution
 from compression.memory_render import salience
 from compression.salient import clip
