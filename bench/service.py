@@ -21,7 +21,8 @@ import yaml
 from aiohttp import web
 
 from bot.app import App
-from bot.config import Config, load_config
+from bot.config import Config
+from bot.config_loading import load_config
 from bot.events import InboundMessage, ReplyTarget
 from bot.llm import LLMResponse
 

@@ -11,7 +11,8 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from bot import store_cli
-from bot.config import Config, exit_on_config_error, load_config
+from bot.config import Config, exit_on_config_error
+from bot.config_loading import load_config
 from bot.dotenv import read_dotenv
 from bot.events import StartupError
 from bot.log_format import log_handler

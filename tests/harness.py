@@ -9,7 +9,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from bot.app import App
-from bot.config import Config, load_config
+from bot.config import Config
+from bot.config_loading import load_config
 from bot.events import InboundMessage, ReplyTarget
 from bot.llm import LLMClient
 

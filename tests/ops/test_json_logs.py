@@ -6,7 +6,7 @@ import io
 import json
 import logging
 
-from bot.config import load_config
+from bot.config_loading import load_config
 from bot.log_format import JsonFormatter, log_handler
 
 

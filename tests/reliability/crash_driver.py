@@ -19,7 +19,7 @@ import sys
 
 from bot.app import App
 from bot.compaction import SessionCompactor, UsageSink
-from bot.config import load_config
+from bot.config_loading import load_config
 from bot.events import InboundMessage
 from bot.offline_model import OfflineModel
 from compression import Summarizer, SummaryRequest

@@ -12,7 +12,8 @@ import pytest
 
 from adapters.telegram import TelegramPlatform
 from bot.cli import configure_logging
-from bot.config import ConfigError, load_config
+from bot.config import ConfigError
+from bot.config_loading import load_config
 from bot.log_redaction import RedactingFilter
 from tests.fakes.openai_server import FakeOpenAI
 from tests.fakes.telegram_server import FakeTelegram

@@ -17,7 +17,7 @@ import pytest
 import yaml
 
 from bot.cli import build_parser
-from bot.config import CONFIG_PATH_ENV, ENV_VARS, load_config
+from bot.config_loading import CONFIG_PATH_ENV, ENV_VARS, load_config
 from bot.store.backends import parse_store_url
 from tests import postgres_server
 
