@@ -21,6 +21,7 @@ from bot.store.base import (
     StoredMessage,
 )
 from bot.store.hits import FETCH_FACTOR, clamp_limit, distinct_hits
+from bot.store.postgres_appends import OPEN_SESSION_SQL, start_session
 from bot.store.postgres_bookkeeping import PostgresBookkeeping
 from bot.store.postgres_database import PostgresDatabase, affected, redacted_dsn
 from bot.store.postgres_inbox import PostgresInbox
@@ -29,13 +30,7 @@ from bot.store.postgres_memory import load_memory
 from bot.store.postgres_outbox import PostgresOutbox
 from bot.store.postgres_revisions import PostgresRevisions
 from bot.store.postgres_tables import PostgresTables
-from bot.store.postgres_writes import (
-    COUNT_ACTIVE_SQL,
-    OPEN_SESSION_SQL,
-    WRITE_STATE_SQL,
-    PostgresWrites,
-    start_session,
-)
+from bot.store.postgres_writes import COUNT_ACTIVE_SQL, WRITE_STATE_SQL, PostgresWrites
 from bot.store.settings_cache import RawSettingsCache
 from compression.memory import Memory
 from compression.state import CompressorState

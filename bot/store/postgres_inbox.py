@@ -15,9 +15,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from bot.store.base import NewMessage, TurnFence
+from bot.store.postgres_appends import append_rows
 from bot.store.postgres_database import PostgresDatabase, affected
 from bot.store.postgres_queue_sql import CHANNEL_SQL, FENCE_SQL, INSERT_JOB_SQL, NOTIFY_SQL
-from bot.store.postgres_writes import append_rows
 
 if TYPE_CHECKING:
     from bot.store.postgres_database import PooledConnection

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from bot.store import postgres_rows, rows
@@ -24,6 +23,13 @@ from bot.store.base import (
     StateDelta,
     TurnFence,
 )
+from bot.store.postgres_appends import (
+    Appending,
+    append_rows,
+    insert_after_max,
+    max_seq,
+    open_appending,
+)
 from bot.store.postgres_bookkeeping import INSERT_EVENT_SQL, mark_processed, prune_processed
 from bot.store.postgres_database import PostgresDatabase, affected
 from bot.store.postgres_memory import write_memory
@@ -37,10 +43,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-OPEN_SESSION_SQL = (
-    "SELECT * FROM sessions WHERE chat_key = $1 AND scope_user IS NOT DISTINCT FROM $2"
-    " AND ended_at IS NULL"
-)
 COUNT_ACTIVE_SQL = (
     "SELECT coalesce(sum(tokens), 0), count(*) FROM messages WHERE session_id = $1 AND active"
 )
@@ -50,10 +52,6 @@ UPSERT_CHAT_SQL = (
     " title = coalesce(excluded.title, chats.title),"
     " parent_key = coalesce(excluded.parent_key, chats.parent_key),"
     " is_group = excluded.is_group"
-)
-_ADD_TOTALS_SQL = (
-    "UPDATE sessions SET active_tokens = active_tokens + $1,"
-    " active_messages = active_messages + $2, last_activity_at = $3 WHERE id = $4"
 )
 _STATE_ASSIGNMENTS = ", ".join(
     f"{column} = ${n}" for n, column in enumerate(rows.STATE_COLUMNS, start=1)
@@ -85,7 +83,7 @@ class PostgresWrites:
         """The results, and the last-prune time once this attempt commits."""
         results: list[IngestResult] = []
         # Per session of the batch: its row, its next seq, what the batch added.
-        open_sessions: dict[tuple[str, str | None], _Appending] = {}
+        open_sessions: dict[tuple[str, str | None], Appending] = {}
         enqueued = False
         for item in items:
             if item.update_id is not None and not await mark_processed(
@@ -103,7 +101,7 @@ class PostgresWrites:
                     item.is_group,
                     now,
                 )
-            appending = await _appending(conn, item, now, open_sessions)
+            appending = await open_appending(conn, item, now, open_sessions)
             result = await appending.add(conn, item.message, now)
             if item.enqueue is not None and result.message_id is not None:
                 await enqueue_turn(conn, item, result, now)
@@ -257,95 +255,6 @@ async def _may_commit(
     return rows.session_from_row(row)
 
 
-async def _appending(
-    conn: PooledConnection,
-    item: IngestItem,
-    now: float,
-    open_sessions: dict[tuple[str, str | None], _Appending],
-) -> _Appending:
-    scope = (item.chat_key, item.scope_user)
-    appending = open_sessions.get(scope)
-    if appending is None:
-        row: Any = await conn.fetchrow(OPEN_SESSION_SQL + " FOR UPDATE", *scope)
-        if row is None:
-            row = await start_session(conn, item.chat_key, item.scope_user, now)
-        session = rows.session_from_row(row)
-        appending = _Appending(session, await max_seq(conn, session.id))
-        open_sessions[scope] = appending
-    return appending
-
-
-@dataclass(slots=True)
-class _Appending:
-    """One session's share of an ingest batch: rows go in at once, totals once at the end."""
-
-    session: SessionRecord
-    seq: int
-    tokens: int = 0
-    messages: int = 0
-
-    async def add(
-        self, conn: PooledConnection, message: NewMessage | None, now: float
-    ) -> IngestResult:
-        message_id = None
-        if message is not None:
-            self.seq += 1
-            message_id = int(
-                await conn.fetchval(
-                    postgres_rows.INSERT_MESSAGE_SQL + " RETURNING id",
-                    *postgres_rows.message_params(message, self.session.id, self.seq, now),
-                )
-            )
-            self.tokens += message.tokens
-            self.messages += 1
-        session = replace(
-            self.session,
-            active_tokens=self.session.active_tokens + self.tokens,
-            active_messages=self.session.active_messages + self.messages,
-            last_activity_at=now if self.messages else self.session.last_activity_at,
-        )
-        return IngestResult(False, session, message_id)
-
-    async def flush(self, conn: PooledConnection, now: float) -> None:
-        if self.messages:
-            await conn.execute(_ADD_TOTALS_SQL, self.tokens, self.messages, now, self.session.id)
-
-
-async def append_rows(
-    conn: PooledConnection, session_id: int, messages: Sequence[NewMessage], now: float
-) -> list[int]:
-    if not messages:
-        return []
-    # First: the session row's lock orders this insert against other writers of it.
-    status = await conn.execute(
-        _ADD_TOTALS_SQL, sum(m.tokens for m in messages), len(messages), now, session_id
-    )
-    if affected(status) != 1:
-        raise SessionNotFound(session_id)
-    return await _insert_after_max(conn, session_id, messages, now)
-
-
-async def _insert_after_max(
-    conn: PooledConnection, session_id: int, messages: Sequence[NewMessage], now: float
-) -> list[int]:
-    """Insert after the session's last seq; the new ids in order (the caller holds the row lock)."""
-    base = await max_seq(conn, session_id)
-    await conn.executemany(
-        postgres_rows.INSERT_MESSAGE_SQL,
-        [
-            postgres_rows.message_params(m, session_id, base + i + 1, now)
-            for i, m in enumerate(messages)
-        ],
-    )
-    found = await conn.fetch(
-        "SELECT id FROM messages WHERE session_id = $1 AND seq > $2 AND seq <= $3 ORDER BY seq",
-        session_id,
-        base,
-        base + len(messages),
-    )
-    return [int(r[0]) for r in found]
-
-
 async def _replace_up_to(
     conn: PooledConnection,
     sid: int,
@@ -374,48 +283,13 @@ async def _replace_up_to(
     survivors = await conn.fetch(
         "SELECT id FROM messages WHERE session_id = $1 AND active ORDER BY seq", sid
     )
-    inserted = await _insert_after_max(conn, sid, compacted, now) if compacted else []
+    inserted = await insert_after_max(conn, sid, compacted, now) if compacted else []
     after = await max_seq(conn, sid)
     await conn.executemany(
         "UPDATE messages SET seq = $1 WHERE id = $2",
         [(after + i + 1, r[0]) for i, r in enumerate(survivors)],
     )
     return archived, tuple(inserted)
-
-
-async def start_session(
-    conn: PooledConnection, chat_key: str, scope_user: str | None, now: float
-) -> Any:
-    """Open a session unless another worker just did; either way return the open one, locked."""
-    platform = chat_key.split(":", 1)[0]
-    await conn.execute(
-        "INSERT INTO chats(key, platform, created_at) VALUES ($1, $2, $3)"
-        " ON CONFLICT(key) DO NOTHING",
-        chat_key,
-        platform,
-        now,
-    )
-    row = await conn.fetchrow(
-        "INSERT INTO sessions(chat_key, scope_user, started_at, last_activity_at)"
-        " VALUES ($1, $2, $3, $4)"
-        " ON CONFLICT (chat_key, (coalesce(scope_user, ''))) WHERE ended_at IS NULL"
-        " DO NOTHING RETURNING *",
-        chat_key,
-        scope_user,
-        now,
-        now,
-    )
-    if row is None:
-        row = await conn.fetchrow(OPEN_SESSION_SQL + " FOR UPDATE", chat_key, scope_user)
-    return row
-
-
-async def max_seq(conn: PooledConnection, session_id: int) -> int:
-    return int(
-        await conn.fetchval(
-            "SELECT coalesce(max(seq), 0) FROM messages WHERE session_id = $1", session_id
-        )
-    )
 
 
 async def count_active(conn: PooledConnection, session_id: int) -> tuple[int, int]:
