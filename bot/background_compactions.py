@@ -10,7 +10,7 @@ import asyncio
 import logging
 
 from bot.chat_settings import ChatSettings
-from bot.compaction import CompactionReport, ReportSink
+from bot.compaction_report import CompactionReport, ReportSink
 from bot.events import Adapter, DeliveryError, ReplyTarget
 from bot.services import Services
 from bot.store.base import SessionRecord

@@ -15,7 +15,7 @@ from typing import Protocol
 from bot import chat_settings
 from bot.catchup import catchup
 from bot.chat_settings import ChatSettings, SettingError
-from bot.compaction import CompactionReport, ReportSink
+from bot.compaction_report import CompactionReport, ReportSink
 from bot.events import Adapter, DeliveryError, InboundMessage, ReplyTarget
 from bot.i18n import language_for, localize
 from bot.limits import utc_day

@@ -6,12 +6,13 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from bot.compacted_rows import to_rows
 from bot.compaction_inputs import compress_inputs
+from bot.compaction_report import CHANGED_OUTCOMES, CompactionReport, compaction_notice
 from bot.exclusivity import CompactionLeases, Lease, Sleep, StoreLeases
 from bot.memory_inputs import memory_inputs
 from bot.metrics import Metrics
@@ -22,12 +23,7 @@ from bot.store.base import (
     StateDelta,
     Store,
 )
-from compression import (
-    CompressionResult,
-    CompressorConfig,
-    ContextCompressor,
-    Summarizer,
-)
+from compression import CompressorConfig, ContextCompressor, Summarizer
 from compression.memory import Memory
 from compression.state import CompressorState
 from compression.tokens import TokenCounter
@@ -37,30 +33,6 @@ log = logging.getLogger(__name__)
 
 UsageSink = Callable[[str, int, int], None]
 SummarizerFactory = Callable[[UsageSink], Summarizer | None]
-CHANGED_OUTCOMES = frozenset({"compressed", "fallback"})
-
-
-@dataclass(frozen=True, slots=True)
-class CompactionReport:
-    outcome: str  # compressed | fallback | aborted | noop | locked | conflict | error
-    trigger: str
-    messages_before: int = 0
-    messages_after: int = 0
-    tokens_before: int = 0
-    tokens_after: int = 0
-    summary: str | None = None
-    error: str | None = None
-    notice: str | None = None  # one line for the chat, or None: routine compactions are silent
-    # The compacted copy of the `upto` row, so a turn can keep answering the same message.
-    new_anchor_id: int | None = None
-
-    @property
-    def changed(self) -> bool:
-        return self.outcome in CHANGED_OUTCOMES
-
-
-# Told the report once a background compaction has ended (committed or not).
-ReportSink = Callable[[CompactionReport], Awaitable[None]]
 
 
 @dataclass(slots=True)
@@ -266,7 +238,7 @@ class SessionCompactor:
             tokens_after=result.tokens_after if changed else result.tokens_before,
             summary=result.summary if changed else None,
             error=result.error,
-            notice=self._notice(result, before, compressor.state),
+            notice=compaction_notice(result, before, compressor.state, self._clock()),
         )
         return _Outcome(
             report,
@@ -319,25 +291,6 @@ class SessionCompactor:
             messages_after=commit.active_messages,
             new_anchor_id=commit.inserted_ids[-1] if commit.inserted_ids else None,
         )
-
-    def _notice(
-        self, result: CompressionResult, before: CompressorState, after: CompressorState
-    ) -> str | None:
-        now = self._clock()
-        if result.outcome == "aborted" and before.cooldown_until <= now and result.error:
-            return (
-                "⚠️ I couldn't compact this chat's history (the summary service failed: "
-                f"{result.error}). Nothing was lost; I'll retry later, "
-                "or an admin can run /compress."
-            )
-        if after.pause_until > now >= before.pause_until:
-            minutes = max(1, round((after.pause_until - now) / 60))
-            return (
-                "⏸ Automatic compaction is paused for "
-                f"{minutes} min because the last attempts did not shrink the context. "
-                "Admins can run /compress or /new."
-            )
-        return None
 
     async def _keep_lease(self, lease: Lease, lost: asyncio.Event) -> None:
         """Renew until cancelled; any failure (refused or raised) ends the holder's work."""

@@ -17,7 +17,7 @@ from bot.answer_backlog import AnswerBacklog
 from bot.background_compactions import BackgroundCompactions
 from bot.chat_settings import ChatSettings
 from bot.commands import CommandContext, run_command
-from bot.compaction import ReportSink
+from bot.compaction_report import ReportSink
 from bot.events import Adapter, DeliveryError, InboundMessage, ReplyTarget
 from bot.exclusivity import TurnLanes
 from bot.failure_notices import FailureNotices

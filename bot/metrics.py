@@ -24,7 +24,7 @@ LLM_BUCKETS_SECONDS = (0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 20, 30, 60, 120)
 COMPACTION_BUCKETS_SECONDS = (0.01, 0.05, 0.1, 0.5, 1, 5, 10, 30, 60, 120, 300)
 # SQLite commits take well under a millisecond to a few; a busy writer can queue for seconds.
 COMMIT_BUCKETS_SECONDS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.5, 1, 5)
-# bot.compaction's CHANGED_OUTCOMES; not imported, because bot.compaction imports this module.
+# The outcomes of bot.compaction_report's CHANGED_OUTCOMES, kept in step by hand.
 TRANSCRIPT_CHANGING_OUTCOMES = frozenset({"compressed", "fallback"})
 
 

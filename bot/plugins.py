@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from importlib.metadata import entry_points
 from typing import TYPE_CHECKING, Any, Literal, Protocol, TextIO
 
-from bot.compaction import CompactionReport
+from bot.compaction_report import CompactionReport
 from bot.config import Config
 from bot.events import ReplyTarget
 from bot.gateway import Gateway

@@ -14,7 +14,7 @@ from collections.abc import Awaitable, Callable, Collection, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from bot.compaction import CompactionReport
+from bot.compaction_report import CompactionReport
 from bot.services import Services
 from scheduler.selection import Candidate, select_sessions, still_due
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from bot.chat_settings import ChatSettings
-from bot.compaction import CompactionReport
+from bot.compaction_report import CompactionReport
 from bot.config import Config
 from bot.gateway import Gateway
 from bot.plugins import Notifier

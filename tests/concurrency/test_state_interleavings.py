@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from bot.app import App
-from bot.compaction import CompactionReport
+from bot.compaction_report import CompactionReport
 from scheduler.job import run_overnight
 from tests.compression.scripted import FakeClock
 from tests.concurrency.rig import CHAT, GatedLLM, GatedSummarizer, chatter, running

@@ -6,7 +6,8 @@ from pathlib import Path
 from typing import Any
 
 from bot.app import App
-from bot.compaction import CompactionReport, SessionCompactor
+from bot.compaction import SessionCompactor
+from bot.compaction_report import CompactionReport
 from bot.services import Services
 from compression.summarizer import SummaryAuthError, SummaryRequest
 from scheduler.overnight import run_overnight
