@@ -16,7 +16,8 @@ from pathlib import PurePosixPath
 from typing import Any, Protocol, runtime_checkable
 
 from bot.events import Attachment
-from bot.llm import LLMClient, LLMError
+from bot.llm import LLMClient
+from bot.llm_errors import LLMError
 
 log = logging.getLogger(__name__)
 

@@ -7,7 +7,8 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
 from bot.compaction import SessionCompactor
-from bot.llm import ContextOverflowError, LLMClient, LLMError, LLMResponse
+from bot.llm import LLMClient, LLMResponse
+from bot.llm_errors import ContextOverflowError, LLMError
 from bot.llm_stream import TextSink, complete_maybe_streaming
 from bot.store.base import NewMessage, SessionRecord, Store, StoredMessage, TurnFence
 from bot.tools import TOOL_SCHEMAS, ToolContext, run_tool

@@ -6,7 +6,7 @@ import re
 
 from bot import i18n
 from bot.commands import HELP_TEXT
-from bot.llm import LLMAuthError, LLMRateLimitError, LLMTransientError
+from bot.llm_errors import LLMAuthError, LLMRateLimitError, LLMTransientError
 from bot.llm_stream import STREAM_BROKEN_NOTICE
 from bot.runner import BREAKER_NOTICE, _llm_failure_text
 

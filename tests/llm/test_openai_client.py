@@ -11,18 +11,20 @@ from typing import Any
 import pytest
 
 from bot.llm import (
-    ContextOverflowError,
-    LLMAuthError,
-    LLMRateLimitError,
     LLMResponse,
-    LLMTimeoutError,
-    LLMTransientError,
     OpenAIChatClient,
     ToolCall,
     backoff_seconds,
     context_length_of,
-    retry_after_seconds,
     with_cache_breakpoints,
+)
+from bot.llm_errors import (
+    ContextOverflowError,
+    LLMAuthError,
+    LLMRateLimitError,
+    LLMTimeoutError,
+    LLMTransientError,
+    retry_after_seconds,
 )
 from tests.fakes.openai_server import Empty, Error, FakeOpenAI, Hang, Malformed, Reply
 
