@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
+from bot.compaction_report import CHANGED_OUTCOMES
 from bot.store.base import CompressionEvent
 from compression.state import CompressorState
 
@@ -24,8 +25,6 @@ LLM_BUCKETS_SECONDS = (0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 20, 30, 60, 120)
 COMPACTION_BUCKETS_SECONDS = (0.01, 0.05, 0.1, 0.5, 1, 5, 10, 30, 60, 120, 300)
 # SQLite commits take well under a millisecond to a few; a busy writer can queue for seconds.
 COMMIT_BUCKETS_SECONDS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.5, 1, 5)
-# The outcomes of bot.compaction_report's CHANGED_OUTCOMES, kept in step by hand.
-TRANSCRIPT_CHANGING_OUTCOMES = frozenset({"compressed", "fallback"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -192,7 +191,7 @@ class Metrics:
         trigger = event.trigger
         self.compactions.labels(trigger, event.outcome).inc()
         self.compaction_seconds.labels(trigger).observe(max(event.ended_at - event.started_at, 0))
-        if event.outcome in TRANSCRIPT_CHANGING_OUTCOMES:
+        if event.outcome in CHANGED_OUTCOMES:
             self.tokens_before.labels(trigger).inc(event.tokens_before)
             self.tokens_after.labels(trigger).inc(event.tokens_after)
             self.summary_tokens.labels(trigger).inc(event.summary_tokens)

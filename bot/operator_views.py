@@ -10,9 +10,9 @@ import datetime as dt
 from collections import Counter, defaultdict
 from dataclasses import dataclass
 
+from bot.compaction_report import CHANGED_OUTCOMES
 from bot.store.base import CompressionEvent, Store
 
-CHANGED_OUTCOMES = frozenset({"compressed", "fallback"})
 # A compaction that did not leave a model-written summary: it failed, or fell back to the
 # deterministic summary because the summary model failed.
 FAILED_OUTCOMES = frozenset({"aborted", "error", "fallback"})
