@@ -22,6 +22,7 @@ from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 
 from bench.drive import Run, drive
+from bench.planted_items import KINDS
 from bench.quality import (
     ONE_SHOT,
     OURS_BUILTIN,
@@ -35,7 +36,7 @@ from bench.quality import (
     survival,
 )
 from bench.report import Section, pct, table
-from bench.workloads import KINDS, Workload
+from bench.workloads import Workload
 from compression import Summarizer, SummaryRequest
 
 MODEL_ALIAS = "smollm2-135m-instruct"

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Literal
 
-from bench.workloads import Planted
+from bench.planted_items import Planted
 from compression.messages import text_of
 
 Verdict = Literal["kept", "lost", "misattributed", "unbound", "stale"]

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 from bench import coverage
 from bench.drive import Run, drive
+from bench.planted_items import KINDS
 from bench.report import Section, pct, table
 from bench.summarizers import (
     FailingSummarizer,
@@ -15,7 +16,7 @@ from bench.summarizers import (
     LossySummarizer,
     OracleSummarizer,
 )
-from bench.workloads import KINDS, Workload, chat_room
+from bench.workloads import Workload, chat_room
 from compression import CompressorConfig, Summarizer
 
 ROOMS = (3, 12, 50)

@@ -20,9 +20,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from bench.chitchat import conversations
 from bench.report import Section, ms, quantile, table
 from bench.service import REPLY_TEXT, Adapter, FakeLLM, inbound, running_service
-from bench.workloads import NAMES, conversations
+from bench.workloads import NAMES
 from bot.events import chat_key
 from bot.store.base import StoredMessage
 

@@ -14,7 +14,7 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
-from bench.workloads import Planted
+from bench.planted_items import Planted
 from compression.deterministic import deterministic_summary
 from compression.summarizer import SummaryRequest
 from compression.template import HEADING_KEY_FACTS, build_summary_prompt
