@@ -1,9 +1,10 @@
-"""A fake Discord REST API (/api/v10) and gateway (/gateway) that discord.py connects to."""
+"""A fake Discord REST API (/api/v10) and gateway (/gateway, in discord_gateway.py) that
+discord.py connects to.
+"""
 
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import re
 import time
@@ -11,15 +12,15 @@ from typing import Any
 
 import pytest
 import yarl
-from aiohttp import WSMsgType, web
+from aiohttp import web
 
+from tests.fakes.discord_gateway import DiscordGateway
 from tests.fakes.discord_payloads import (
     EVERYONE_PERMISSIONS,
     MANAGE_GUILD,
     MANAGE_MESSAGES,
     GuildShape,
     Snowflakes,
-    guild_payload,
     member_payload,
     message_payload,
     role_payload,
@@ -39,15 +40,11 @@ log = logging.getLogger(__name__)
 
 SHUTDOWN_SECONDS = 0.5  # tests must not wait on a client that never hung up
 
-HEARTBEAT_INTERVAL_MS = 41_250  # what Discord really sends; discord.py beats once at connect
-AUTH_FAILED_CLOSE_CODE = 4004  # gateway close code for a bad token
-RESUMABLE_CLOSE_CODE = 4000  # "unknown error": discord.py reconnects and resumes its session
 MODERATOR_PERMISSIONS = MANAGE_GUILD | MANAGE_MESSAGES
-OP_DISPATCH, OP_HEARTBEAT, OP_IDENTIFY, OP_RESUME, OP_HELLO, OP_HEARTBEAT_ACK = 0, 1, 2, 6, 10, 11
 _MENTION_RE = re.compile(r"<@!?(\d+)>")
 
 
-class FakeDiscord:
+class FakeDiscord(DiscordGateway):
     """`async with FakeDiscord() as fake: fake.install(monkeypatch)` then start a discord.Client."""
 
     def __init__(
@@ -107,10 +104,6 @@ class FakeDiscord:
     @property
     def api_base(self) -> str:
         return f"http://127.0.0.1:{self.port}/api/v10"
-
-    @property
-    def gateway_url(self) -> str:
-        return f"ws://127.0.0.1:{self.port}/gateway"
 
     def install(self, monkeypatch: pytest.MonkeyPatch) -> None:
         """Point discord.py at this fake; monkeypatch restores both class attributes."""
@@ -231,19 +224,6 @@ class FakeDiscord:
         await self.dispatch("MESSAGE_CREATE", message)
         return message
 
-    async def dispatch(self, event: str, data: dict[str, Any]) -> None:
-        """Send a gateway DISPATCH (THREAD_CREATE, GUILD_ROLE_CREATE, ...) to every client."""
-        for ws in list(self._sockets):
-            self._seq += 1
-            await ws.send_json({"op": OP_DISPATCH, "t": event, "s": self._seq, "d": data})
-
-    async def drop_gateway(self, code: int = RESUMABLE_CLOSE_CODE) -> None:
-        """Close every gateway socket; discord.py reconnects and sends RESUME."""
-        self.resumed.clear()
-        for ws in list(self._sockets):
-            self._sockets.remove(ws)
-            await ws.close(code=code, message=b"dropped by FakeDiscord")
-
     def calls_to(self, route_substring: str) -> list[RestCall]:
         return [c for c in self.calls if route_substring in f"{c.method} {c.path}"]
 
@@ -255,69 +235,6 @@ class FakeDiscord:
                 user["member"] = {k: v for k, v in member.items() if k != "user"}
                 mentions.append(user)
         return mentions
-
-    async def _announce_new_roles(self) -> None:
-        # A role created after GUILD_CREATE must reach the client before a message that uses it,
-        # or discord.py computes the member's permissions without it.
-        for role in self.roles:
-            if role["id"] not in self._announced_roles:
-                self._announced_roles.add(role["id"])
-                await self.dispatch(
-                    "GUILD_ROLE_CREATE", {"guild_id": str(self.guild_id), "role": role}
-                )
-
-    # --- gateway -------------------------------------------------------------------------
-
-    async def _gateway(self, request: web.Request) -> web.WebSocketResponse:
-        ws = web.WebSocketResponse()
-        await ws.prepare(request)
-        await ws.send_json({"op": OP_HELLO, "d": {"heartbeat_interval": HEARTBEAT_INTERVAL_MS}})
-        async for frame in ws:
-            if frame.type != WSMsgType.TEXT:
-                continue
-            payload = json.loads(frame.data)
-            op = payload.get("op")
-            if op == OP_HEARTBEAT:
-                await ws.send_json({"op": OP_HEARTBEAT_ACK})
-            elif op == OP_IDENTIFY:
-                self.identifies.append((time.monotonic(), dict(payload["d"])))
-                if payload["d"].get("token") != self.token:
-                    await ws.close(code=AUTH_FAILED_CLOSE_CODE, message=b"Authentication failed.")
-                    break
-                self._sockets.append(ws)
-                await self._ready(ws, payload["d"].get("shard"))
-            elif op == OP_RESUME:
-                self._sockets.append(ws)
-                self._seq += 1
-                await ws.send_json({"op": OP_DISPATCH, "t": "RESUMED", "s": self._seq, "d": {}})
-                self.resumed.set()
-        if ws in self._sockets:
-            self._sockets.remove(ws)
-        return ws
-
-    async def _ready(self, ws: web.WebSocketResponse, shard: list[int] | None = None) -> None:
-        ready = {
-            **({"shard": shard} if shard else {}),
-            "v": 10,
-            "user": self.bot_user,
-            "session_id": "fake-session",
-            "resume_gateway_url": self.gateway_url,
-            "guilds": [{"id": str(self.guild_id), "unavailable": True}],
-            "application": {"id": str(self.bot_id), "flags": 0},
-        }
-        shape = self.shape
-        guild = guild_payload(
-            shape,
-            roles=self.roles,
-            members=list(self.members.values()),
-            channels=[text_channel_payload(shape, shape.channel_id, "general")],
-            threads=[thread_payload(shape, shape.thread_id, shape.channel_id, "a thread")],
-        )
-        self._announced_roles.update(role["id"] for role in self.roles)
-        for event, data in (("READY", ready), ("GUILD_CREATE", guild)):
-            self._seq += 1
-            await ws.send_json({"op": OP_DISPATCH, "t": event, "s": self._seq, "d": data})
-        self.identified.set()
 
     # --- REST ----------------------------------------------------------------------------
 
