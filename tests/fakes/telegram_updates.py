@@ -1,10 +1,12 @@
-"""Builders for realistic Telegram Update dicts, with the entities Telegram itself would add."""
+"""Builders for realistic Telegram Update dicts, with the entities Telegram itself would add,
+and the FakeTelegram methods that number them.
+"""
 
 from __future__ import annotations
 
 import re
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -138,3 +140,91 @@ def topic_created_dict(
         "forum_topic_created": {"name": f"Topic {thread_id}", "icon_color": TOPIC_ICON_COLOR},
         "is_topic_message": True,
     }
+
+
+class UpdateBuilders:
+    """Mixed into FakeTelegram: the group, private and migration updates a test pushes, with
+    update and message ids from the fake's own counters (its replies share the message ids)."""
+
+    bot: BotIdentity
+    _update_ids: Iterator[int]
+    _message_ids: Iterator[int]
+
+    def next_update_id(self) -> int:
+        return next(self._update_ids)
+
+    def next_message_id(self) -> int:
+        return next(self._message_ids)
+
+    def group_message(
+        self,
+        text: str,
+        *,
+        chat_id: int = -1001,
+        user_id: int = 1,
+        first_name: str = "Alice",
+        username: str | None = None,
+        thread_id: int | None = None,
+        is_forum: bool = False,
+        reply_to_bot: bool = False,
+        mention_bot: bool = False,
+        text_mentions: Mapping[str, int] | None = None,
+        update_id: int | None = None,
+        chat_title: str = "Test group",
+        reply_to: Mapping[str, Any] | None = None,
+    ) -> dict[str, Any]:
+        """A group Update; `text_mentions` maps a fragment of `text` to the user id it names;
+        `reply_to` is an earlier update's message this one replies to."""
+        if mention_bot and f"@{self.bot.username}" not in text:
+            text = f"@{self.bot.username} {text}"
+        chat = chat_dict(chat_id, title=chat_title, is_forum=is_forum)
+        sender = user_dict(user_id, first_name, username)
+        replied: dict[str, Any] | None = dict(reply_to) if reply_to is not None else None
+        if reply_to_bot:
+            replied = bot_reply_dict(self.bot, chat, self.next_message_id())
+        elif replied is None and is_forum and thread_id is not None:
+            replied = topic_created_dict(chat, thread_id, sender)
+        mentioned = {frag: user_dict(uid, frag) for frag, uid in (text_mentions or {}).items()}
+        message = message_dict(
+            message_id=self.next_message_id(),
+            chat=chat,
+            sender=sender,
+            text=text,
+            thread_id=thread_id,
+            reply_to=replied,
+            text_mentions=mentioned,
+        )
+        return {"update_id": update_id or self.next_update_id(), "message": message}
+
+    def private_message(
+        self,
+        text: str,
+        *,
+        user_id: int = 1,
+        first_name: str = "Alice",
+        username: str | None = None,
+        update_id: int | None = None,
+    ) -> dict[str, Any]:
+        sender = user_dict(user_id, first_name, username)
+        chat = {"id": user_id, "type": "private", "first_name": first_name}
+        message = message_dict(
+            message_id=self.next_message_id(), chat=chat, sender=sender, text=text
+        )
+        return {"update_id": update_id or self.next_update_id(), "message": message}
+
+    def migrate_message(
+        self, old_chat_id: int, new_chat_id: int, *, in_new_chat: bool = False
+    ) -> dict[str, Any]:
+        """The service message of a group turning supergroup (or its twin in the new chat)."""
+        message: dict[str, Any] = {
+            "message_id": self.next_message_id(),
+            "date": int(time.time()),
+            "from": user_dict(1, "Alice"),
+        }
+        if in_new_chat:
+            message["chat"] = chat_dict(new_chat_id)
+            message["migrate_from_chat_id"] = old_chat_id
+        else:
+            message["chat"] = {"id": old_chat_id, "type": "group", "title": "Test group"}
+            message["migrate_to_chat_id"] = new_chat_id
+        return {"update_id": self.next_update_id(), "message": message}
