@@ -28,14 +28,11 @@ from bench.quality import (
     OURS_BUILTIN,
     OURS_LOSSY,
     OURS_PERFECT,
-    attribution,
-    count_verdict,
-    pins_at,
     small_room,
     strategies,
-    survival,
 )
 from bench.report import Section, pct, table
+from bench.verdict_tallies import attribution, count_verdict, pins_at, survival
 from bench.workloads import Workload
 from compression import Summarizer, SummaryRequest
 

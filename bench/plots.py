@@ -14,7 +14,8 @@ import matplotlib.pyplot as plt
 from bench.cost import PRIMARY_WINDOW, Ledger
 from bench.drive import Run
 from bench.planted_items import KINDS
-from bench.quality import K_MAX, LOSSY_P, NONE, survival
+from bench.quality import K_MAX, LOSSY_P, NONE
+from bench.verdict_tallies import survival
 from compression import CompressorConfig
 
 DPI = 80  # small files: these are committed

@@ -16,6 +16,7 @@ from bench.summarizers import (
     LossySummarizer,
     OracleSummarizer,
 )
+from bench.verdict_tallies import attribution, count_verdict, pins_at, survival
 from bench.workloads import Workload, chat_room
 from compression import CompressorConfig, Summarizer
 
@@ -25,8 +26,6 @@ WINDOW_TOKENS = 16_000
 LOSSY_P = 0.10
 K_MAX = 10
 SHOWN_K = (1, 2, 3, 5, 10)
-# Who-said-what is judged on the kinds whose line must name the speaker.
-SPEAKER_KINDS = ("preference", "attribution")
 
 OURS_PERFECT = "ours + perfect"
 OURS_LOSSY = "ours + lossy 10 %"
@@ -101,44 +100,6 @@ async def run_workload(workload: Workload, window: int = WINDOW_TOKENS) -> list[
     )
     runs.append(await drive(workload, strategy=NONE, kind="none", window=window))
     return runs
-
-
-def survival(runs: Sequence[Run], k: int, kinds: Sequence[str] | None = None) -> tuple[float, int]:
-    kept = total = 0
-    for run in runs:
-        for (_, kind, seen_k), verdict in run.verdicts.items():
-            if seen_k != k or (kinds is not None and kind not in kinds):
-                continue
-            total += 1
-            kept += verdict == "kept"
-    return (kept / total if total else float("nan")), total
-
-
-def count_verdict(runs: Sequence[Run], verdict: str, kind: str | None = None) -> tuple[int, int]:
-    hits = total = 0
-    for run in runs:
-        for (_, item_kind, _k), found in run.verdicts.items():
-            if kind is not None and item_kind != kind:
-                continue
-            total += 1
-            hits += found == verdict
-    return hits, total
-
-
-def attribution(runs: Sequence[Run]) -> tuple[float, int]:
-    """Of the who-said-what items whose value is on a bound line, the share with the right name."""
-    right = seen = 0
-    for run in runs:
-        for (_, kind, _k), verdict in run.verdicts.items():
-            if kind in SPEAKER_KINDS and verdict in ("kept", "misattributed"):
-                seen += 1
-                right += verdict == "kept"
-    return (right / seen if seen else float("nan")), seen
-
-
-def pins_at(runs: Sequence[Run], k: int) -> tuple[int, int]:
-    flags = [flag for run in runs for flag in run.pins.get(k, [])]
-    return sum(flags), len(flags)
 
 
 def by_strategy(runs: Sequence[Run]) -> dict[str, list[Run]]:
