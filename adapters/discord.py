@@ -8,7 +8,6 @@ import logging
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any, Protocol
 
-import aiohttp
 import discord
 from discord import app_commands
 
@@ -28,7 +27,7 @@ from adapters.discord_slash import (
     slash_commands,
     slash_inbound,
 )
-from adapters.discord_stream import DiscordStreamSurface
+from adapters.discord_stream import TRANSPORT_ERRORS, DiscordStreamSurface
 from adapters.discord_text import discord_chunks, neutralize_mass_mentions
 from bot.events import (
     Adapter,
@@ -64,7 +63,6 @@ INBOUND_CHANNELS_CONCURRENT = 64
 # Interaction.extras key: the command's reply is for the asker only (ephemeral).
 PRIVATE_EXTRA = "compactbot_private"
 NO_PINGS = discord.AllowedMentions.none()  # model output never pings @everyone, roles or users
-_TRANSPORT_ERRORS = (aiohttp.ClientError, OSError, TimeoutError)
 
 
 class MessageGateway(Protocol):
@@ -176,7 +174,7 @@ class DiscordPlatform:
             tree.copy_global_to(guild=guild)
         try:
             synced = await asyncio.wait_for(tree.sync(guild=guild), COMMAND_SYNC_TIMEOUT_SECONDS)
-        except (discord.HTTPException, app_commands.AppCommandError, *_TRANSPORT_ERRORS):
+        except (discord.HTTPException, app_commands.AppCommandError, *TRANSPORT_ERRORS):
             log.exception("discord: slash command sync failed; text /commands still work")
             return
         log.info(
@@ -207,7 +205,7 @@ class DiscordPlatform:
             interaction.extras[PRIVATE_EXTRA] = private
             await interaction.response.defer(thinking=True, ephemeral=private)
             self._interactions.add(interaction)
-        except (discord.HTTPException, *_TRANSPORT_ERRORS):
+        except (discord.HTTPException, *TRANSPORT_ERRORS):
             # Too late to acknowledge: run the command anyway and answer in the channel.
             log.warning("discord: could not defer a slash command (chat=%s)", inbound.chat_key)
         channel = inbound.thread_id or inbound.chat_id
@@ -278,7 +276,7 @@ class DiscordPlatform:
                 member = await asyncio.wait_for(
                     guild.fetch_member(int(message.author_id)), MEMBER_LOOKUP_TIMEOUT_SECONDS
                 )
-            except (discord.HTTPException, *_TRANSPORT_ERRORS):
+            except (discord.HTTPException, *TRANSPORT_ERRORS):
                 log.warning("discord: member lookup failed (chat=%s)", message.chat_key)
                 return False
         return is_admin_permissions(channel.permissions_for(member))
@@ -294,7 +292,7 @@ class DiscordPlatform:
         try:
             await asyncio.wait_for(indicator.__aenter__(), SEND_TIMEOUT_SECONDS)
             entered = True
-        except (discord.HTTPException, *_TRANSPORT_ERRORS):
+        except (discord.HTTPException, *TRANSPORT_ERRORS):
             log.debug("discord: typing indicator failed (chat=%s)", target.chat_key)
         try:
             yield
@@ -346,7 +344,7 @@ class DiscordPlatform:
                 if delay is None or not _transient(exc):
                     raise DeliveryError(f"discord refused the message: {exc.status}") from exc
                 status: object = exc.status
-            except _TRANSPORT_ERRORS as exc:
+            except TRANSPORT_ERRORS as exc:
                 if delay is None:
                     raise DeliveryError("discord unreachable") from exc
                 status = type(exc).__name__
@@ -371,7 +369,7 @@ class DiscordPlatform:
                 ),
                 SEND_TIMEOUT_SECONDS,
             )
-        except (discord.HTTPException, *_TRANSPORT_ERRORS):
+        except (discord.HTTPException, *TRANSPORT_ERRORS):
             log.warning(
                 "discord: interaction followup failed; using the channel (chat=%s)",
                 target.chat_key,

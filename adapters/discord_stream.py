@@ -23,7 +23,8 @@ PREVIEW_CURSOR = " …"
 FLOOD_WAIT_SECONDS = 1.0  # an unexplained 429 names no retry_after
 EDIT_TIMEOUT_SECONDS = 60.0
 TOO_MANY_REQUESTS = 429
-_TRANSPORT_ERRORS = (aiohttp.ClientError, OSError, TimeoutError)
+# What a failed request raises besides discord.HTTPException (the adapter sends with it too).
+TRANSPORT_ERRORS = (aiohttp.ClientError, OSError, TimeoutError)
 
 Deliver = Callable[[str, "discord.MessageReference | None"], Awaitable[None]]
 
@@ -64,7 +65,7 @@ class DiscordStreamSurface:
             if exc.status == TOO_MANY_REQUESTS:
                 raise FloodWait(FLOOD_WAIT_SECONDS) from exc
             raise PreviewFailed(f"HTTP {exc.status}") from exc
-        except _TRANSPORT_ERRORS as exc:
+        except TRANSPORT_ERRORS as exc:
             raise PreviewFailed(type(exc).__name__) from exc
 
     async def finish(self, text: str) -> None:
@@ -78,7 +79,7 @@ class DiscordStreamSurface:
                 )
                 rest = chunks[1:]
                 self._reference = None
-            except (discord.HTTPException, *_TRANSPORT_ERRORS):
+            except (discord.HTTPException, *TRANSPORT_ERRORS):
                 rest = chunks  # the preview is gone or frozen: send the whole answer anew
         for chunk in rest:
             await self._deliver(chunk, self._reference)

@@ -27,7 +27,6 @@ from tests.fakes.telegram_wire import (
     decode_params,
     error_response,
 )
-from tests.fakes.telegram_wire import post_webhook_update as post_webhook_update  # re-exported
 
 log = logging.getLogger(__name__)
 

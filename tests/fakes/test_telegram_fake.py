@@ -18,7 +18,8 @@ from telegram.ext import (
 )
 
 from tests.fakes.fixtures import fake_telegram, free_port  # noqa: F401  (pytest fixtures)
-from tests.fakes.telegram_server import FakeTelegram, post_webhook_update
+from tests.fakes.telegram_server import FakeTelegram
+from tests.fakes.telegram_wire import post_webhook_update
 
 WAIT_SECONDS = 5
 

@@ -29,7 +29,8 @@ from bot.config import Config
 from bot.events import InboundMessage
 from tests.fakes.fixtures import fake_telegram, free_port  # noqa: F401  (pytest fixtures)
 from tests.fakes.openai_server import FakeOpenAI
-from tests.fakes.telegram_server import FakeTelegram, post_webhook_update
+from tests.fakes.telegram_server import FakeTelegram
+from tests.fakes.telegram_wire import post_webhook_update
 from tests.harness import RecordingAdapter, group_message, make_config
 from tests.reliability.hostile_rig import telegram_bot, texts_stored
 from tests.reliability.rig import EchoLLM

@@ -19,7 +19,8 @@ import pytest
 from adapters.telegram import TelegramPlatform
 from bot.app import App
 from tests.fakes.fixtures import fake_telegram, free_port  # noqa: F401  (pytest fixtures)
-from tests.fakes.telegram_server import FakeTelegram, post_webhook_update
+from tests.fakes.telegram_server import FakeTelegram
+from tests.fakes.telegram_wire import post_webhook_update
 from tests.harness import make_config, running_app
 from tests.reliability.polling_kills import bot_env
 
