@@ -19,7 +19,8 @@ from adapters.telegram_html import html_to_plain, render_chunks
 from bot.app import App
 from tests.fakes.fixtures import fake_telegram, free_port  # noqa: F401  (pytest fixtures)
 from tests.fakes.openai_server import FakeOpenAI, Reply
-from tests.fakes.telegram_server import FakeTelegram, SentMessage, post_webhook_update
+from tests.fakes.telegram_server import FakeTelegram, SentMessage
+from tests.fakes.telegram_wire import post_webhook_update
 from tests.harness import endpoint_env, make_config, running_app
 
 # PTB itself warns when it builds a RetryAfter (the int → timedelta change in PTB 23).
