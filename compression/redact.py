@@ -276,14 +276,20 @@ def redact(text: str) -> str:
         return _redact(text)
     done = memo.get(text)
     if done is None:
-        done = memo[text] = _redact(text)
+        # A clean text (most of them) is not remembered: hashing and storing each one costs
+        # more than gating again the few a call reads twice.
+        if not _may_hold_secret(text):
+            return text
+        done = memo[text] = _substituted(text)
         memo.setdefault(done, done)  # redaction is idempotent: its output needs no second pass
     return done
 
 
 def _redact(text: str) -> str:
-    if not _may_hold_secret(text):
-        return text
+    return _substituted(text) if _may_hold_secret(text) else text
+
+
+def _substituted(text: str) -> str:
     probe = _Probe(text)
     for rule in RULES:
         if rule.may_match(probe):
