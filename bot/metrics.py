@@ -29,7 +29,7 @@ COMMIT_BUCKETS_SECONDS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 
 
 @dataclass(frozen=True, slots=True)
 class QueueSample:
-    """What the lane scheduler reports at scrape time."""
+    """What a queue reports: the lane scheduler at scrape time, the shared queue when sampled."""
 
     depth: int
     oldest_wait_seconds: float
@@ -146,6 +146,16 @@ class Metrics:
             ["worker"],
             registry=r,
         )
+        self.inbox_depth = Gauge(
+            f"{PREFIX}_inbox_depth",
+            "Jobs not yet done in the shared queue, of the platforms this worker serves.",
+            registry=r,
+        )
+        self.inbox_oldest = Gauge(
+            f"{PREFIX}_inbox_oldest_seconds",
+            "Age of the oldest of those jobs.",
+            registry=r,
+        )
         self.chat_received = Counter(
             f"{PREFIX}_chat_messages_received", "Per chat (opt-in).", ["chat"], registry=r
         )
@@ -161,6 +171,10 @@ class Metrics:
         """Sample queue depth and the oldest wait at scrape time, not on every submit."""
         self.queue_depth.labels(self.worker).set_function(lambda: source().depth)
         self.queue_oldest.labels(self.worker).set_function(lambda: source().oldest_wait_seconds)
+
+    def inbox_sampled(self, sample: QueueSample) -> None:
+        self.inbox_depth.set(sample.depth)
+        self.inbox_oldest.set(sample.oldest_wait_seconds)
 
     # --- the calls the pipeline makes -----------------------------------------------------
 

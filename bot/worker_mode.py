@@ -24,6 +24,7 @@ from bot.durable_gateway import DurableGateway
 from bot.durable_turns import TurnConsumer
 from bot.events import Adapter
 from bot.gateway import Gateway
+from bot.inbox_watch import InboxWatch
 from bot.outbox import SEND_LEASE_TURN_LEASES, STOP_DRAIN_SECONDS, OutboxSender
 from bot.plugins import Platform, Role
 from bot.services import Services
@@ -83,14 +84,19 @@ class DurableWork:
         self._max_jobs = app.config.gateway.max_concurrent_chats
         self._lease_seconds = app.config.gateway.turn_lease_seconds
         self._metrics = app.metrics
+        self._readiness = app.readiness
         self._wakeup: WorkWakeup | None = None
         self._sender: OutboxSender | None = None
         self._sends_wake = asyncio.Event()
         self._consumer_task: asyncio.Task[None] | None = None
         self._sender_task: asyncio.Task[None] | None = None
+        self._watch_task: asyncio.Task[None] | None = None
 
     async def start(self) -> None:
         inbox = self._store.inbox()
+        watch = InboxWatch(inbox, list(self._adapters), self._metrics)
+        self._readiness.add(watch)
+        self._watch_task = asyncio.create_task(watch.run(), name="inbox-watch")
         wakeup = WorkWakeup(self._store.dsn, await inbox.channel())
         turns_wake, sends_wake = wakeup.event(), wakeup.event()
         consumer = TurnConsumer(
@@ -117,6 +123,10 @@ class DurableWork:
 
     async def stop(self) -> None:
         """Hand running turns back, let a send in progress finish, then stop listening."""
+        if self._watch_task is not None:
+            self._watch_task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._watch_task
         if self._consumer_task is not None:
             self._consumer_task.cancel()
             with contextlib.suppress(asyncio.CancelledError):

@@ -117,8 +117,8 @@ def summary_view(
 def view_chunks(view: SummaryView, max_chars: int) -> list[Chunk]:
     """Consecutive chunks of the view within `max_chars` rendered (SPEC 6.5)."""
     if view.sizes and sum(view.sizes) <= max_chars:  # the whole span in one call, as it is
-        names = tuple(dict.fromkeys(filter(None, view.speakers)))
-        return [Chunk(0, len(view.turns), list(view.turns), names)]
+        named = tuple(dict.fromkeys(filter(None, view.speakers)))
+        return [Chunk(0, len(view.turns), list(view.turns), named)]
     chunks: list[Chunk] = []
     current: list[dict[str, Any]] = []
     names: dict[str, None] = {}

@@ -195,6 +195,16 @@ class PostgresInbox:
         row = await self._db.fetchone("SELECT count(*) FROM turn_inbox WHERE state <> 'done'")
         return int(row[0])
 
+    async def backlog(self, platforms: Sequence[str]) -> tuple[int, float]:
+        """Jobs of `platforms` not yet done, and how long ago the oldest was queued (0: none)."""
+        row = await self._db.fetchone(
+            "SELECT count(*), min(created_at) FROM turn_inbox WHERE state <> 'done'"
+            " AND split_part(chat_key, ':', 1) = ANY($1::text[])",
+            (list(platforms),),
+        )
+        oldest = row[1]
+        return int(row[0]), 0.0 if oldest is None else max(0.0, self._clock() - float(oldest))
+
 
 async def _insert_says(
     conn: PooledConnection, job: InboxJob, says: Sequence[Say], now: float
