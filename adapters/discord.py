@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
 import discord
@@ -210,6 +210,11 @@ class DiscordPlatform:
             log.warning("discord: could not defer a slash command (chat=%s)", inbound.chat_key)
         channel = inbound.thread_id or inbound.chat_id
         self._inbound.submit(channel, lambda: self._handle(inbound))
+
+    def after_channel(self, channel_id: str, change: Callable[[], Awaitable[None]]) -> None:
+        """A member's edit or delete, run behind the channel's messages not yet stored: an
+        edit that overtook its message would find nothing to change and be lost."""
+        self._inbound.submit(channel_id, change)
 
     async def _handle(self, inbound: InboundMessage) -> None:
         try:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
 import discord
@@ -26,6 +27,7 @@ class ClientHost(Protocol):
     def services(self) -> Services: ...
     async def setup_commands(self, tree: app_commands.CommandTree[Any]) -> None: ...
     def on_message(self, message: discord.Message) -> None: ...
+    def after_channel(self, channel_id: str, change: Callable[[], Awaitable[None]]) -> None: ...
 
 
 class PlatformClient(discord.Client):
@@ -49,10 +51,16 @@ class PlatformClient(discord.Client):
         self.platform.on_message(message)
 
     async def on_raw_message_edit(self, payload: discord.RawMessageUpdateEvent) -> None:
-        await on_raw_edit(self, self.platform.services, payload)
+        services = self.platform.services
+        self.platform.after_channel(
+            str(payload.channel_id), lambda: on_raw_edit(self, services, payload)
+        )
 
     async def on_raw_message_delete(self, payload: discord.RawMessageDeleteEvent) -> None:
-        await on_raw_delete(self, self.platform.services, payload)
+        services = self.platform.services
+        self.platform.after_channel(
+            str(payload.channel_id), lambda: on_raw_delete(self, services, payload)
+        )
 
 
 class ShardedClient(PlatformClient, discord.AutoShardedClient):

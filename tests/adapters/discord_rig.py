@@ -112,12 +112,18 @@ class RecordingGateway:
 
     inner: App
     handled: asyncio.Queue[InboundMessage] = field(default_factory=asyncio.Queue)
+    # While `hold` is set and not yet fired, messages wait unstored; `holding` fires for each.
+    hold: asyncio.Event | None = None
+    holding: asyncio.Queue[InboundMessage] = field(default_factory=asyncio.Queue)
 
     @property
     def services(self) -> Services:
         return self.inner.gateway.services
 
     async def handle(self, message: InboundMessage, adapter: Adapter) -> None:
+        if self.hold is not None:
+            self.holding.put_nowait(message)
+            await self.hold.wait()
         await self.inner.gateway.handle(message, adapter)
         self.handled.put_nowait(message)
 
@@ -128,6 +134,7 @@ class Rig:
     llm: FakeOpenAI
     app: App
     gateway: RecordingGateway
+    platform: DiscordPlatform
 
     async def next_sent(self) -> SentDiscordMessage:
         return await asyncio.wait_for(self.discord.sent.get(), WAIT_SECONDS)
@@ -154,7 +161,7 @@ async def discord_rig(
             )
             await platform.start()
             try:
-                yield Rig(fake, llm, app, gateway)
+                yield Rig(fake, llm, app, gateway, platform)
             finally:
                 await platform.stop()
                 await platform.stop()  # safe twice

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -82,6 +83,64 @@ async def test_edited_message_is_stored_with_its_new_text(rig: Rig) -> None:
 
     await _until(changed)
     assert await _search(rig, "monday") == []
+
+
+async def _queued_behind_the_held_message(
+    rig: Rig, caplog: pytest.LogCaptureFixture, jobs: int = 1
+) -> None:
+    """The edit or delete reached the adapter: `jobs` queued behind the held message (or, were
+    it run at once, the change already applied to nothing and logged)."""
+
+    async def reached() -> bool:
+        return rig.platform._inbound.queued_jobs >= jobs or "unknown" in caplog.text
+
+    await _until(reached)
+
+
+async def test_an_edit_overtaking_its_message_waits_for_it(
+    rig: Rig, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, logger="bot.message_changes")
+    hold = rig.gateway.hold = asyncio.Event()
+    payload = await rig.discord.send_message("deploy on monday")
+    held = await asyncio.wait_for(rig.gateway.holding.get(), WAIT_SECONDS)
+    assert held.text.endswith("deploy on monday")
+    edited = {**payload, "content": "deploy on tuesday", "edited_timestamp": payload["timestamp"]}
+    await rig.discord.dispatch("MESSAGE_UPDATE", edited)
+    await _queued_behind_the_held_message(rig, caplog)
+    hold.set()
+    store = rig.app.services.store
+
+    async def changed() -> bool:
+        texts = [m.text for m in await store.load_history(_key(rig))]
+        return texts == ["[alice] deploy on tuesday"]
+
+    await _until(changed)
+
+
+async def test_a_delete_overtaking_its_message_still_deletes_it(
+    rig: Rig, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, logger="bot.message_changes")
+    hold = rig.gateway.hold = asyncio.Event()
+    payload = await rig.discord.send_message("the vault code is 4417")
+    await asyncio.wait_for(rig.gateway.holding.get(), WAIT_SECONDS)
+    await rig.discord.send_message("unrelated chatter")
+    await rig.discord.dispatch(
+        "MESSAGE_DELETE",
+        {"id": payload["id"], "channel_id": payload["channel_id"], "guild_id": payload["guild_id"]},
+    )
+    await _queued_behind_the_held_message(rig, caplog, jobs=2)  # the chatter, then the delete
+    hold.set()
+    store = rig.app.services.store
+
+    async def settled() -> bool:
+        session = await store.active_session(_key(rig))
+        texts = [m.text for m in await store.load_active(session.id)]
+        return texts == ["[alice] unrelated chatter"]
+
+    await _until(settled)
+    assert await _search(rig, "vault code") == []
 
 
 async def test_attached_text_document_is_read_into_a_searchable_note(rig: Rig) -> None:
