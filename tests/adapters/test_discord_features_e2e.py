@@ -7,6 +7,7 @@ import json
 import logging
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -85,6 +86,18 @@ async def test_edited_message_is_stored_with_its_new_text(rig: Rig) -> None:
     assert await _search(rig, "monday") == []
 
 
+async def _held(
+    rig: Rig, caplog: pytest.LogCaptureFixture, text: str
+) -> tuple[asyncio.Event, dict[str, Any]]:
+    """`text` sent and held in the gateway, not yet stored; set the event to let it through."""
+    caplog.set_level(logging.INFO, logger="bot.message_changes")
+    hold = rig.gateway.hold = asyncio.Event()
+    payload = await rig.discord.send_message(text)
+    held = await asyncio.wait_for(rig.gateway.holding.get(), WAIT_SECONDS)
+    assert held.text.endswith(text)
+    return hold, payload
+
+
 async def _queued_behind_the_held_message(
     rig: Rig, caplog: pytest.LogCaptureFixture, jobs: int = 1
 ) -> None:
@@ -100,11 +113,7 @@ async def _queued_behind_the_held_message(
 async def test_an_edit_overtaking_its_message_waits_for_it(
     rig: Rig, caplog: pytest.LogCaptureFixture
 ) -> None:
-    caplog.set_level(logging.INFO, logger="bot.message_changes")
-    hold = rig.gateway.hold = asyncio.Event()
-    payload = await rig.discord.send_message("deploy on monday")
-    held = await asyncio.wait_for(rig.gateway.holding.get(), WAIT_SECONDS)
-    assert held.text.endswith("deploy on monday")
+    hold, payload = await _held(rig, caplog, "deploy on monday")
     edited = {**payload, "content": "deploy on tuesday", "edited_timestamp": payload["timestamp"]}
     await rig.discord.dispatch("MESSAGE_UPDATE", edited)
     await _queued_behind_the_held_message(rig, caplog)
@@ -121,10 +130,7 @@ async def test_an_edit_overtaking_its_message_waits_for_it(
 async def test_a_delete_overtaking_its_message_still_deletes_it(
     rig: Rig, caplog: pytest.LogCaptureFixture
 ) -> None:
-    caplog.set_level(logging.INFO, logger="bot.message_changes")
-    hold = rig.gateway.hold = asyncio.Event()
-    payload = await rig.discord.send_message("the vault code is 4417")
-    await asyncio.wait_for(rig.gateway.holding.get(), WAIT_SECONDS)
+    hold, payload = await _held(rig, caplog, "the vault code is 4417")
     await rig.discord.send_message("unrelated chatter")
     await rig.discord.dispatch(
         "MESSAGE_DELETE",

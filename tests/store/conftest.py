@@ -45,6 +45,17 @@ def clock() -> ManualClock:
     return ManualClock()
 
 
+@pytest.fixture
+async def pg(clock: ManualClock) -> AsyncIterator[PostgresStore]:
+    """A PostgreSQL store on a fresh schema (the tests of what only PostgreSQL has)."""
+    server = postgres_server.require_server()
+    async with (
+        postgres_server.fresh_schema(server) as dsn,
+        PostgresStore(dsn, clock=clock) as opened,
+    ):
+        yield opened
+
+
 @pytest.fixture(params=BACKENDS)
 def backend(request: pytest.FixtureRequest) -> str:
     if request.param == "postgresql":

@@ -3,29 +3,16 @@ of the platforms this worker serves, sampled from PostgreSQL; clocks are the tes
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-
 import pytest
 
 from bot.health import QUEUE_STUCK_SECONDS
 from bot.inbox_watch import STALE_SAMPLES, InboxWatch
 from bot.metrics import Metrics
 from bot.store import PostgresStore
-from tests import postgres_server
 from tests.store.conftest import ManualClock
 from tests.store.test_turn_inbox import PLATFORMS, TTL, question
 
 INTERVAL = 5.0
-
-
-@pytest.fixture
-async def pg(clock: ManualClock) -> AsyncIterator[PostgresStore]:
-    server = postgres_server.require_server()
-    async with (
-        postgres_server.fresh_schema(server) as dsn,
-        PostgresStore(dsn, clock=clock) as opened,
-    ):
-        yield opened
 
 
 def _gauge(metrics: Metrics, name: str) -> float:

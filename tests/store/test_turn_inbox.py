@@ -11,22 +11,11 @@ import pytest
 from bot.store import PostgresStore
 from bot.store.base import InboxEntry, IngestItem, NewMessage, TurnLost
 from bot.store.postgres_inbox import Say
-from tests import postgres_server
 from tests.store.conftest import ManualClock
 from tests.store.factories import user
 
 TTL = 30.0
 PLATFORMS = ("telegram",)
-
-
-@pytest.fixture
-async def pg(clock: ManualClock) -> AsyncIterator[PostgresStore]:
-    server = postgres_server.require_server()
-    async with (
-        postgres_server.fresh_schema(server) as dsn,
-        PostgresStore(dsn, clock=clock) as opened,
-    ):
-        yield opened
 
 
 @pytest.fixture
