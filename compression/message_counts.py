@@ -75,21 +75,23 @@ def summarised_tokens(
 ) -> int:
     """Tokens of `messages[start:end]`: their counts, except at the `estimated` positions,
     whose characters are taken at `chars_per_token` (lazy counts: every one not counted yet,
-    at their own density). A summarised message is never kept, so its size only steers the
-    summary's budget: not worth a pass of the tokenizer."""
+    at the density of the counted messages of its role). A summarised message is never kept, so
+    its size only steers the summary's budget: not worth a pass of the tokenizer."""
     if isinstance(counts, LazyCounts):
-        density = counts.chars_per_token()
+        counts.sample(start, end)
+        densities = counts.densities()
         again = set(estimated)
         return sum(
-            estimated_count(messages[i], density)
+            estimated_count(messages[i], densities)
             if i in again
-            else counts.known_or_estimated(i, density)
+            else counts.known_or_estimated(i, densities)
             for i in range(start, end)
         )
     total = sum(counts[start:end])
+    densities = {"": chars_per_token}
     for index in estimated:
         if start <= index < end:
-            total += estimated_count(messages[index], chars_per_token) - counts[index]
+            total += estimated_count(messages[index], densities) - counts[index]
     return total
 
 
