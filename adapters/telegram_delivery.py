@@ -27,7 +27,7 @@ from telegram.warnings import PTBDeprecationWarning
 from adapters.telegram_html import html_to_plain, render_chunks
 from bot.events import DeliveryError, ReplyTarget
 from bot.metrics import Metrics
-from bot.wire import leaving
+from bot.wire import arrived, leaving, refused
 
 log = logging.getLogger(__name__)
 
@@ -57,7 +57,8 @@ class Chunk:
 
 
 class WireMarkingLimiter(AIORateLimiter):
-    """PTB's limiter, calling `bot.wire.leaving()` once a request is through the pacing."""
+    """PTB's limiter, calling `bot.wire.leaving()` once a request is through the pacing, then
+    `arrived()`, or `refused()` when Telegram answered a flood wait (it did nothing else)."""
 
     async def process_request(
         self,
@@ -72,7 +73,13 @@ class WireMarkingLimiter(AIORateLimiter):
             *call_args: Any, **call_kwargs: Any
         ) -> bool | JSONDict | list[JSONDict]:
             await leaving()
-            return await callback(*call_args, **call_kwargs)
+            try:
+                result = await callback(*call_args, **call_kwargs)
+            except RetryAfter:
+                await refused()
+                raise
+            await arrived()
+            return result
 
         return await super().process_request(
             leave_then_call, args, kwargs, endpoint, data, rate_limit_args

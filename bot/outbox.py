@@ -2,9 +2,10 @@
 
 Any worker delivers any chat's pending rows, oldest first per chat. A row is marked `sending`
 (committed) only once its request is through client-side pacing (bot/wire.py), so a claimed row
-still waiting in a rate limiter when its worker dies is simply sent by another. A row its sender
-left `sending` may already be in the chat: it is marked unknown, logged once and counted, and
-never sent again.
+still waiting in a rate limiter when its worker dies is simply sent by another; so is one whose
+only request so far was refused with a flood wait (it goes back to `claimed` for the wait). A
+row its sender left `sending` may already be in the chat: it is marked unknown, logged once and
+counted, and never sent again.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from collections.abc import Mapping
 from bot.events import Adapter, DeliveryError, IdempotentSender, ReplyTarget
 from bot.metrics import Metrics
 from bot.store.postgres_outbox import OutboxRow, PostgresOutbox
-from bot.wire import LEAVING, MarksTheWire
+from bot.wire import WIRE, MarksTheWire
 
 log = logging.getLogger(__name__)
 
@@ -95,20 +96,11 @@ class OutboxSender:
     async def _send(self, row: OutboxRow) -> bool:
         adapter = self._adapters[row.platform]
         target = ReplyTarget(**row.target)
-        left = False
-
-        async def mark_leaving() -> None:
-            nonlocal left
-            if left:
-                return
-            if not await self._outbox.mark_sending(row.id, self._holder):
-                raise _RowLost(row.id)
-            left = True
-
-        token = LEAVING.set(mark_leaving)
+        wire = _RowWire(self._outbox, row.id, self._holder)
+        token = WIRE.set(wire)
         try:
             if not isinstance(adapter, MarksTheWire):
-                await mark_leaving()
+                await wire.leaving()
             if isinstance(adapter, IdempotentSender):
                 await adapter.send_once(target, row.text, row.nonce)
             else:
@@ -122,7 +114,7 @@ class OutboxSender:
             await self._outbox.settle(row.id, self._holder, "failed")
             return False
         except Exception:
-            if not left:  # nothing reached the platform: a known failure, not an unknown send
+            if not wire.left:  # nothing reached the platform: a known failure, not an unknown send
                 log.exception("reply %d to %s failed before sending", row.id, row.chat_key)
                 self._metrics.send_failed(row.platform)
                 await self._outbox.settle(row.id, self._holder, "failed")
@@ -133,10 +125,36 @@ class OutboxSender:
             await self._outbox.settle(row.id, self._holder, "unknown")
             return False
         finally:
-            LEAVING.reset(token)
+            WIRE.reset(token)
         await self._outbox.settle(row.id, self._holder, "sent")
         return True
 
 
 class _RowLost(Exception):
     """Our claim on an outbox row expired and another worker took it over."""
+
+
+class _RowWire:
+    """One row's requests: `sending` is committed as the first leaves, and taken back when the
+    platform refused it unread while none of the row's requests had arrived yet."""
+
+    def __init__(self, outbox: PostgresOutbox, row_id: int, holder: str) -> None:
+        self._outbox = outbox
+        self._row_id = row_id
+        self._holder = holder
+        self.left = False
+        self._arrived = False
+
+    async def leaving(self) -> None:
+        if self.left:
+            return
+        if not await self._outbox.mark_sending(self._row_id, self._holder):
+            raise _RowLost(self._row_id)
+        self.left = True
+
+    async def arrived(self) -> None:
+        self._arrived = True
+
+    async def refused(self) -> None:
+        if self.left and not self._arrived:
+            self.left = not await self._outbox.unmark_sending(self._row_id, self._holder)

@@ -103,6 +103,17 @@ class PostgresOutbox:
             status = await conn.execute(_MARK_SENDING_SQL, row_id, holder, self._clock())
         return bool(status.endswith(" 1"))
 
+    async def unmark_sending(self, row_id: int, holder: str) -> bool:
+        """Back to claimed: the only request that left was refused unread (a flood wait)."""
+        async with self._db.transaction() as conn:
+            status = await conn.execute(
+                "UPDATE reply_outbox SET state = 'claimed'"
+                " WHERE id = $1 AND holder = $2 AND state = 'sending'",
+                row_id,
+                holder,
+            )
+        return bool(status.endswith(" 1"))
+
     async def settle(self, row_id: int, holder: str, state: str) -> None:
         """Record the outcome of our own send: sent, failed, or unknown."""
         async with self._db.transaction() as conn:

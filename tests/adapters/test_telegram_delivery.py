@@ -6,9 +6,15 @@ from collections.abc import AsyncIterator
 
 import pytest
 from telegram import Bot
+from telegram.ext import ExtBot
 
-from adapters.telegram_delivery import NETWORK_BACKOFF_SECONDS, TelegramSender
+from adapters.telegram_delivery import (
+    NETWORK_BACKOFF_SECONDS,
+    TelegramSender,
+    WireMarkingLimiter,
+)
 from bot.events import DeliveryError, ReplyTarget
+from bot.wire import WIRE
 from tests.fakes.fixtures import fake_telegram  # noqa: F401  (pytest fixture)
 from tests.fakes.telegram_server import FakeTelegram
 
@@ -125,3 +131,34 @@ async def test_failed_typing_action_does_not_disturb_the_turn(
     async with TelegramSender(bot).typing(TOPIC):
         pass
     assert len(fake_telegram.calls_to("sendChatAction")) == 1
+
+
+class RecordedWire(list[str]):
+    async def leaving(self) -> None:
+        self.append("leaving")
+
+    async def arrived(self) -> None:
+        self.append("arrived")
+
+    async def refused(self) -> None:
+        self.append("refused")
+
+
+async def test_the_outbox_hears_a_flood_wait_as_a_refusal_and_the_retry_as_arrived(
+    fake_telegram: FakeTelegram,  # noqa: F811
+) -> None:
+    fake_telegram.fail_next("sendMessage", 429, "Too Many Requests", retry_after=7)
+    wire = RecordedWire()
+    async with ExtBot(
+        fake_telegram.token,
+        base_url=fake_telegram.base_url,
+        base_file_url=fake_telegram.base_file_url,
+        rate_limiter=WireMarkingLimiter(max_retries=0),
+    ) as client:
+        token = WIRE.set(wire)  # as the outbox sets it around one reply, after start-up
+        try:
+            await TelegramSender(client, sleep=RecordedSleeps()).send(TOPIC, "hello")
+        finally:
+            WIRE.reset(token)
+    assert wire == ["leaving", "refused", "leaving", "arrived"]
+    assert [m.text for m in fake_telegram.sent_log] == ["hello"]

@@ -5,17 +5,20 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Literal
 
 import pytest
 
 from bot.app import App
 from bot.durable_gateway import DurableGateway, message_from_json
 from bot.durable_turns import TurnConsumer
-from bot.events import Adapter
+from bot.events import Adapter, ReplyTarget
 from bot.outbox import OutboxSender
 from bot.store import PostgresStore
 from bot.store.postgres_inbox import InboxJob, PostgresInbox
+from bot.wire import arrived, leaving, refused
 from tests import postgres_server
 from tests.harness import RecordingAdapter, group_message, make_config
 
@@ -103,3 +106,59 @@ async def test_a_stopped_sender_returns_when_woken(app: App) -> None:
     sender.stop()
     wake.set()
     await asyncio.wait_for(running, 5)
+
+
+@dataclass
+class FloodWaitAdapter(RecordingAdapter):
+    """Marks the wire as the Telegram adapter does; its reply's request is refused with a
+    flood wait, in which it stays until released (where a worker may die)."""
+
+    marks_the_wire: Literal[True] = True
+    first_part_arrives: bool = False
+    waiting: asyncio.Event = field(default_factory=asyncio.Event)
+    release: asyncio.Event = field(default_factory=asyncio.Event)
+
+    async def send(self, target: ReplyTarget, text: str) -> None:
+        if self.first_part_arrives:
+            await leaving()
+            await arrived()
+        await leaving()
+        await refused()  # 429: retry after a while
+        self.waiting.set()
+        await self.release.wait()
+        await leaving()
+        await arrived()
+        await super().send(target, text)
+
+
+async def _reply_waiting_in_a_flood_wait(app: App, adapter: FloodWaitAdapter) -> str:
+    """The reply row's state while its sender waits out the flood wait."""
+    await app.gateway.ingest([(group_message("@bot hello there"), adapter)])
+    gateway = app.gateway
+    store = app.services.store
+    assert isinstance(gateway, DurableGateway) and isinstance(store, PostgresStore)
+    adapters: dict[str, Adapter] = {"test": adapter}
+    consumer = TurnConsumer(
+        gateway, store.inbox(), adapters, holder="w1", max_jobs=2, lease_seconds=LEASE
+    )
+    assert await consumer.claim_and_start() == 1
+    await consumer.join()
+    sender = OutboxSender(store.outbox(), adapters, app.metrics, "w1", lease_seconds=LEASE)
+    delivering = asyncio.create_task(sender.deliver())
+    await asyncio.wait_for(adapter.waiting.wait(), 5)
+    [state] = (await store.outbox().states()).values()
+    adapter.release.set()
+    assert await asyncio.wait_for(delivering, 5) == 1
+    assert [s for s in (await store.outbox().states()).values()] == ["sent"]
+    return state
+
+
+async def test_a_reply_refused_with_a_flood_wait_is_not_begun_while_it_waits(app: App) -> None:
+    # Nothing reached the chat: a worker dying in the wait leaves a claim another takes over.
+    assert await _reply_waiting_in_a_flood_wait(app, FloodWaitAdapter()) == "claimed"
+
+
+async def test_a_reply_whose_first_part_arrived_stays_begun_through_a_flood_wait(app: App) -> None:
+    # Part of it is in the chat: never sent again from the start, whatever happens next.
+    adapter = FloodWaitAdapter(first_part_arrives=True)
+    assert await _reply_waiting_in_a_flood_wait(app, adapter) == "sending"

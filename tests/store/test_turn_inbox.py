@@ -180,6 +180,19 @@ async def test_a_claimed_reply_that_never_left_is_sent_by_another_worker(
     assert (await outbox.states())[row.id] == "sent"
 
 
+async def test_only_the_holder_takes_back_a_send_refused_unread(pg: PostgresStore) -> None:
+    await pg.ingest([question("telegram:1", 1, "hi")])
+    inbox, outbox = pg.inbox(), pg.outbox()
+    [job] = await inbox.claim("w1", 10, TTL, PLATFORMS)
+    await inbox.finish(job, says=[say("answer")])
+    [row] = await outbox.claim("w1", 10, TTL, PLATFORMS)
+    assert not await outbox.unmark_sending(row.id, "w1")  # nothing left yet
+    assert await outbox.mark_sending(row.id, "w1")
+    assert not await outbox.unmark_sending(row.id, "w2")
+    assert await outbox.unmark_sending(row.id, "w1")  # a flood wait: back to claimed
+    assert (await outbox.states())[row.id] == "claimed"
+
+
 async def test_a_worker_claims_only_chats_of_platforms_it_can_answer_on(pg: PostgresStore) -> None:
     await pg.ingest([question("discord:7", 1, "d"), question("telegram:1", 2, "t")])
     [job] = await pg.inbox().claim("w1", 10, TTL, PLATFORMS)
