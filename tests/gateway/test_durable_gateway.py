@@ -73,19 +73,24 @@ async def test_new_then_a_question_puts_the_question_in_the_new_session(app: App
     assert adapter.sent == []  # nothing is said before a worker delivers the outbox
 
 
-async def test_a_worker_answers_and_delivers_through_the_outbox(app: App) -> None:
-    adapter = RecordingAdapter(admins={"alice"})
+async def answered(app: App, adapter: Adapter) -> tuple[PostgresStore, dict[str, Adapter]]:
+    """A question asked and answered by a worker: its reply waits in the outbox."""
     await app.gateway.ingest([(group_message("@bot hello there"), adapter)])
     gateway = app.gateway
-    assert isinstance(gateway, DurableGateway)
     store = app.services.store
-    assert isinstance(store, PostgresStore)
+    assert isinstance(gateway, DurableGateway) and isinstance(store, PostgresStore)
     adapters: dict[str, Adapter] = {"test": adapter}
     consumer = TurnConsumer(
         gateway, store.inbox(), adapters, holder="w1", max_jobs=2, lease_seconds=LEASE
     )
     assert await consumer.claim_and_start() == 1
     await consumer.join()
+    return store, adapters
+
+
+async def test_a_worker_answers_and_delivers_through_the_outbox(app: App) -> None:
+    adapter = RecordingAdapter(admins={"alice"})
+    store, adapters = await answered(app, adapter)
     sender = OutboxSender(store.outbox(), adapters, app.metrics, "w1", lease_seconds=LEASE)
     assert await sender.deliver() == 1
     [(target, text)] = adapter.sent
@@ -133,16 +138,7 @@ class FloodWaitAdapter(RecordingAdapter):
 
 async def _reply_waiting_in_a_flood_wait(app: App, adapter: FloodWaitAdapter) -> str:
     """The reply row's state while its sender waits out the flood wait."""
-    await app.gateway.ingest([(group_message("@bot hello there"), adapter)])
-    gateway = app.gateway
-    store = app.services.store
-    assert isinstance(gateway, DurableGateway) and isinstance(store, PostgresStore)
-    adapters: dict[str, Adapter] = {"test": adapter}
-    consumer = TurnConsumer(
-        gateway, store.inbox(), adapters, holder="w1", max_jobs=2, lease_seconds=LEASE
-    )
-    assert await consumer.claim_and_start() == 1
-    await consumer.join()
+    store, adapters = await answered(app, adapter)
     sender = OutboxSender(store.outbox(), adapters, app.metrics, "w1", lease_seconds=LEASE)
     delivering = asyncio.create_task(sender.deliver())
     await asyncio.wait_for(adapter.waiting.wait(), 5)
