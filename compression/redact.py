@@ -276,8 +276,8 @@ def redact(text: str) -> str:
         return _redact(text)
     done = memo.get(text)
     if done is None:
-        # A clean text (most of them) is not remembered: hashing and storing each one costs
-        # more than gating again the few a call reads twice.
+        # A clean text (most of them) is not remembered: storing each one costs more than
+        # gating again the few a call reads twice.
         if not _may_hold_secret(text):
             return text
         done = memo[text] = _substituted(text)
