@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Awaitable, Callable
 
 from bot.chat_settings import ChatSettings
 from bot.compaction_report import CompactionReport, ReportSink
@@ -20,13 +21,16 @@ from compression.hygiene import hygiene_reason
 log = logging.getLogger(__name__)
 
 HYGIENE_TRIGGER = "hygiene"
+# How a compaction's notice reaches its chat: sent at once, or queued (the durable gateway).
+Notice = Callable[[SessionRecord, Adapter, ReplyTarget, str], Awaitable[None]]
 
 
 class BackgroundCompactions:
     """Owns the background compaction tasks: started here, awaited or cancelled on close."""
 
-    def __init__(self, services: Services) -> None:
+    def __init__(self, services: Services, notice: Notice | None = None) -> None:
         self._services = services
+        self._notice = notice or _say
         self._tasks: set[asyncio.Task[None]] = set()
         self._sessions: set[int] = set()  # sessions with a task queued or running
 
@@ -53,7 +57,8 @@ class BackgroundCompactions:
 
         async def notify(report: CompactionReport) -> None:
             if reason == "hard_limit" and report.changed:
-                await _say(
+                await self._notice(
+                    session,
                     adapter,
                     target,
                     f"🧹 This chat reached {report.messages_before} messages, so I compacted the "
@@ -61,7 +66,7 @@ class BackgroundCompactions:
                     f"{report.messages_after}). Nothing was deleted; /status shows details.",
                 )
             if report.notice:
-                await _say(adapter, target, report.notice)
+                await self._notice(session, adapter, target, report.notice)
 
         self.start(
             session.id,
@@ -143,7 +148,7 @@ class BackgroundCompactions:
         await asyncio.gather(*list(self._tasks), return_exceptions=True)
 
 
-async def _say(adapter: Adapter, target: ReplyTarget, text: str) -> None:
+async def _say(session: SessionRecord, adapter: Adapter, target: ReplyTarget, text: str) -> None:
     try:
         await adapter.send(target, text)
     except DeliveryError:

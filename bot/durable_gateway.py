@@ -65,8 +65,15 @@ class DurableGateway(Gateway):
     """`Gateway` whose turns are durable jobs in the PostgreSQL inbox (SPEC 15)."""
 
     def __init__(self, services: Services, inbox: PostgresInbox) -> None:
-        super().__init__(services)
+        super().__init__(services, notice=self._queue_notice)
         self.inbox = inbox
+
+    async def _queue_notice(
+        self, session: SessionRecord, adapter: Adapter, target: ReplyTarget, text: str
+    ) -> None:
+        """A compaction's notice goes through the outbox, behind the chat's turns, like every
+        other reply here: a worker dying as it sends it loses nothing."""
+        await self.inbox.enqueue_sends(_lane_key(session), session.chat_key, [say_to(target, text)])
 
     async def _deliver(self, message: InboundMessage, adapter: Adapter) -> Delivery:
         delivery = await super()._deliver(message, adapter)

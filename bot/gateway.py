@@ -14,7 +14,7 @@ from dataclasses import dataclass, replace
 
 from bot import ingress
 from bot.answer_backlog import AnswerBacklog
-from bot.background_compactions import BackgroundCompactions
+from bot.background_compactions import BackgroundCompactions, Notice
 from bot.chat_settings import ChatSettings
 from bot.commands import CommandContext, run_command
 from bot.compaction_report import ReportSink
@@ -56,11 +56,13 @@ class _Refusal:
 class Gateway:
     """Platform-neutral handling of inbound messages; adapters call `ingest` (or `handle`)."""
 
-    def __init__(self, services: Services, *, lanes: TurnLanes | None = None) -> None:
+    def __init__(
+        self, services: Services, *, lanes: TurnLanes | None = None, notice: Notice | None = None
+    ) -> None:
         self.services = services
         config = services.config
         self.lanes: TurnLanes = lanes or LaneScheduler(config.gateway.max_concurrent_chats)
-        self.compactions = BackgroundCompactions(services)
+        self.compactions = BackgroundCompactions(services, notice)
         # Kept in the store: every worker on the database enforces the same limits.
         store, clock = services.store, services.clock
         self._rate = RateLimiter(store, clock=clock)

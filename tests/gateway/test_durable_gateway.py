@@ -158,3 +158,22 @@ async def test_a_reply_whose_first_part_arrived_stays_begun_through_a_flood_wait
     # Part of it is in the chat: never sent again from the start, whatever happens next.
     adapter = FloodWaitAdapter(first_part_arrives=True)
     assert await _reply_waiting_in_a_flood_wait(app, adapter) == "sending"
+
+
+async def test_a_compaction_notice_goes_through_the_outbox(app: App) -> None:
+    # The hard message limit compacts and says so; here that is a reply like any other.
+    store = app.services.store
+    assert isinstance(store, PostgresStore)
+    await store.set_chat_setting("test:g1", "hygiene_hard_message_limit", "40")
+    adapter = RecordingAdapter()
+    notes = [
+        group_message(f"short note {i}", author=f"m{i % 8}", addressed=False) for i in range(45)
+    ]
+    await app.gateway.ingest([(note, adapter) for note in notes])
+    await app.gateway.join()
+    events = await store.list_compression_events(chat_key="test:g1")
+    assert [e.outcome for e in events] == ["compressed"]
+    assert adapter.sent == []  # nothing said directly
+    notice = await next_job(inbox_of(app))
+    assert notice.kind == "send"
+    assert notice.payload["text"].startswith("🧹 This chat reached")
