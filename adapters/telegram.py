@@ -43,6 +43,7 @@ from adapters.telegram_gating import (
 )
 from adapters.telegram_ingest import UpdateIngest
 from adapters.telegram_media import download_file
+from adapters.telegram_pacing import SharedPacing
 from adapters.telegram_polling import UpdatePoller
 from adapters.telegram_stream import open_telegram_stream
 from adapters.telegram_webhook import WebhookServer
@@ -52,6 +53,7 @@ from bot.events import Attachment, DeliveryError, InboundMessage, ReplyTarget, S
 from bot.gateway import Gateway
 from bot.message_changes import apply_edit
 from bot.plugins import RUN, Role
+from bot.store import PostgresStore
 from bot.streaming import ReplyStream
 
 log = logging.getLogger(__name__)
@@ -103,13 +105,14 @@ class TelegramPlatform:
         *,
         clock: Callable[[], float] = time.monotonic,
         receive: bool = True,
+        shared_pacing: SharedPacing | None = None,
     ) -> None:
         if config.telegram.token is None:
             raise ValueError("TelegramPlatform needs telegram.token (TELEGRAM_BOT_TOKEN)")
         _quiet_library_loggers()
         self._config = config.telegram
         self._gateway = gateway
-        self._application = _build_application(config.telegram)
+        self._application = _build_application(config.telegram, shared_pacing)
         self._ingest = UpdateIngest(
             self._application.bot, self._handle_update, gateway.services.store
         )
@@ -315,12 +318,13 @@ def _quiet_library_loggers() -> None:
         http.setLevel(logging.WARNING)
 
 
-def _build_application(config: TelegramConfig) -> Application:
+def _build_application(config: TelegramConfig, shared: SharedPacing | None) -> Application:
     assert config.token is not None
+    limiter = WireMarkingLimiter(shared=shared, max_retries=0)  # TelegramSender handles 429
     builder = (
         ApplicationBuilder()
         .token(config.token.get_secret_value())
-        .rate_limiter(WireMarkingLimiter(max_retries=0))  # throttles; TelegramSender handles 429
+        .rate_limiter(limiter)
         .job_queue(None)  # PTB would start an APScheduler we never use
         .updater(None)  # our own polling loop and webhook acknowledge only what is stored
     )
@@ -345,4 +349,9 @@ def platform_from_config(
         raise StartupError(
             "compactbot ingress serves the Telegram webhook: set TELEGRAM_WEBHOOK_URL"
         )
-    return TelegramPlatform(config, gateway, receive=role.name != "worker")
+    if role.name != "worker":
+        return TelegramPlatform(config, gateway)
+    store = gateway.services.store
+    # Workers send for one bot: Telegram's limits are the fleet's, kept in the database.
+    shared = SharedPacing(store.pacing()) if isinstance(store, PostgresStore) else None
+    return TelegramPlatform(config, gateway, receive=False, shared_pacing=shared)

@@ -25,6 +25,7 @@ from telegram.ext import AIORateLimiter
 from telegram.warnings import PTBDeprecationWarning
 
 from adapters.telegram_html import html_to_plain, render_chunks
+from adapters.telegram_pacing import SharedPacing
 from bot.events import DeliveryError, ReplyTarget
 from bot.metrics import Metrics
 from bot.wire import arrived, leaving, refused
@@ -58,7 +59,12 @@ class Chunk:
 
 class WireMarkingLimiter(AIORateLimiter):
     """PTB's limiter, calling `bot.wire.leaving()` once a request is through the pacing, then
-    `arrived()`, or `refused()` when Telegram answered a flood wait (it did nothing else)."""
+    `arrived()`, or `refused()` when Telegram answered a flood wait (it did nothing else);
+    `shared` paces sending requests across every worker first."""
+
+    def __init__(self, *, shared: SharedPacing | None = None, **limits: Any) -> None:
+        super().__init__(**limits)
+        self._shared = shared
 
     async def process_request(
         self,
@@ -81,6 +87,8 @@ class WireMarkingLimiter(AIORateLimiter):
             await arrived()
             return result
 
+        if self._shared is not None:
+            await self._shared.wait(endpoint, data)
         return await super().process_request(
             leave_then_call, args, kwargs, endpoint, data, rate_limit_args
         )

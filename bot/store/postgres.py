@@ -28,6 +28,7 @@ from bot.store.postgres_inbox import PostgresInbox
 from bot.store.postgres_limits import PostgresLimits
 from bot.store.postgres_memory import load_memory
 from bot.store.postgres_outbox import PostgresOutbox
+from bot.store.postgres_pacing import PostgresPacing
 from bot.store.postgres_revisions import PostgresRevisions
 from bot.store.postgres_tables import PostgresTables
 from bot.store.postgres_writes import COUNT_ACTIVE_SQL, WRITE_STATE_SQL, PostgresWrites
@@ -69,6 +70,10 @@ class PostgresStore(PostgresWrites, PostgresBookkeeping, PostgresRevisions, Post
     def outbox(self) -> PostgresOutbox:
         """What finished turns said, awaiting delivery."""
         return PostgresOutbox(self._db, self._clock)
+
+    def pacing(self) -> PostgresPacing:
+        """Send slots every worker takes before a request leaves (a platform's limits)."""
+        return PostgresPacing(self._db, self._clock)
 
     def tables(self) -> PostgresTables:
         """Raw whole-table access, for `compactbot store copy`."""

@@ -175,7 +175,8 @@ class PostgresInbox:
         return True
 
     async def prune(self, keep_seconds: float) -> int:
-        """Forget finished jobs and settled replies older than `keep_seconds`; how many jobs."""
+        """Forget finished jobs, settled replies and send slots older than `keep_seconds`; how
+        many jobs."""
         before = self._clock() - keep_seconds
         async with self._db.transaction() as conn:
             await conn.execute(
@@ -188,6 +189,8 @@ class PostgresInbox:
                 " AND NOT EXISTS (SELECT 1 FROM reply_outbox r WHERE r.inbox_id = t.id)",
                 before,
             )
+            # A chat's send slot long past holds nothing: the chat starts afresh without it.
+            await conn.execute("DELETE FROM send_pacing WHERE next_at < $1", before)
         return affected(status)
 
     async def unfinished(self) -> int:

@@ -289,6 +289,15 @@ _SCHEMA_V11 = """
 ALTER TABLE messages ADD COLUMN hints INTEGER;
 """
 
+# The next free send slot of each paced name ("telegram", a chat): every worker sending to one
+# platform keeps to its limits together (PostgreSQL only: SQLite has one process).
+_SCHEMA_V12 = """
+CREATE TABLE send_pacing (
+    name    TEXT PRIMARY KEY,
+    next_at DOUBLE PRECISION NOT NULL
+);
+"""
+
 
 @dataclass(frozen=True, slots=True)
 class Migration:
@@ -306,6 +315,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(8, "durable turn inbox and reply outbox", _SCHEMA_V8),
     Migration(9, "rate and notice windows, admin cache (shared limits)", _SCHEMA_V9),
     Migration(11, "per-message compression hints", _SCHEMA_V11),
+    Migration(12, "send slots shared by the workers", _SCHEMA_V12),
 )
 LATEST_VERSION = MIGRATIONS[-1].version
 

@@ -56,6 +56,13 @@ async def pg(clock: ManualClock) -> AsyncIterator[PostgresStore]:
         yield opened
 
 
+@pytest.fixture
+async def second(pg: PostgresStore, clock: ManualClock) -> AsyncIterator[PostgresStore]:
+    """Another worker's store on the same schema."""
+    async with PostgresStore(pg.dsn, clock=clock) as opened:
+        yield opened
+
+
 @pytest.fixture(params=BACKENDS)
 def backend(request: pytest.FixtureRequest) -> str:
     if request.param == "postgresql":

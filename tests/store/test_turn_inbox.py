@@ -4,7 +4,6 @@ per chat, takeover after a lease runs out, fenced last commits, and no blind res
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
 
 import pytest
 
@@ -16,13 +15,6 @@ from tests.store.factories import user
 
 TTL = 30.0
 PLATFORMS = ("telegram",)
-
-
-@pytest.fixture
-async def second(pg: PostgresStore, clock: ManualClock) -> AsyncIterator[PostgresStore]:
-    """Another worker's store on the same schema."""
-    async with PostgresStore(pg.dsn, clock=clock) as opened:
-        yield opened
 
 
 def question(chat: str, update: int, text: str, *, lane: str | None = None) -> IngestItem:
