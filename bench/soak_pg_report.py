@@ -190,10 +190,12 @@ def _rates(latency: float, rates: Sequence[Throughput]) -> list[str]:
         "are queued first (ingress only), then the workers start together; answers per second "
         "from the moment all of them are ready until the last answer. Each turn's asker is "
         "new to the admin cache, so a turn makes two Bot API requests (getChatMember, "
-        "sendMessage), and each worker's python-telegram-bot client paces all of its requests "
-        "with `AIORateLimiter` (30 per second per process): that pace, not the model latency "
-        "(32 turns in flight × 200 ms would allow 160 answers/s) nor the CPU, bounds one "
-        "worker, and every worker added brings its own 30/s.",
+        "sendMessage). Each worker's python-telegram-bot client paces all of its requests "
+        "with `AIORateLimiter` (30 per second per process), and the workers together keep "
+        "Telegram's 30 messages a second for the bot (`send_pacing` in the database): those "
+        "paces, not the model latency (32 turns in flight × 200 ms would allow 160 "
+        "answers/s) nor the CPU, bound the fleet, so past two workers the answers approach "
+        "30/s and stay there.",
         "",
         *table(
             [
