@@ -118,10 +118,20 @@ class AdvisoryLeadership:
     async def stop(self) -> None:
         """Stop campaigning; a leader's lock is released by closing its connection."""
         task, self._task = self._task, None
-        if task is not None:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        if task is None:
+            return
+        task.cancel()
+        # A close the server never answers must not hold up shutdown: dropping the socket
+        # ends the session, and its lock, all the same.
+        await asyncio.wait({task}, timeout=CONNECT_TIMEOUT_SECONDS)
+        if not task.done():
+            log.warning("leadership campaign did not stop in time (lock=%s)", self._name)
+            conn = self._conn
+            if conn is not None:
+                conn.terminate()
+            return
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
 
     async def _run(self) -> None:
         while True:
@@ -157,8 +167,10 @@ class AdvisoryLeadership:
                 self.leading.clear()
                 self.following.set()
                 log.info("no longer leading (lock=%s)", self._name)
-            self._conn = None
-            await _close(conn)
+            try:
+                await _close(conn)
+            finally:  # kept until closed: stop() drops it if closing never ends
+                self._conn = None
 
     async def _try_lock(self, conn: Any) -> bool:
         self.attempts += 1
@@ -181,6 +193,8 @@ def leadership_for(store: Store) -> Leadership:
 
 
 async def _close(conn: Any) -> None:
+    if conn.is_closed():  # the server ended it (a terminated backend): nothing to say to it
+        return
     try:
         await asyncio.wait_for(conn.close(), CONNECT_TIMEOUT_SECONDS)
     except _DB_ERRORS:

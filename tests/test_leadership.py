@@ -96,3 +96,28 @@ async def test_leaders_of_different_names_do_not_exclude_each_other(schema_dsn: 
     finally:
         await other.stop()
         await overnight.stop()
+
+
+async def test_a_leader_whose_close_never_returns_still_stops_and_frees_the_lock(
+    schema_dsn: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import bot.leadership as leadership
+
+    monkeypatch.setattr(leadership, "CONNECT_TIMEOUT_SECONDS", 0.2)
+    first, second = AdvisoryLeadership(schema_dsn), AdvisoryLeadership(schema_dsn)
+    first.start()
+    await asyncio.wait_for(first.leading.wait(), SETTLE_DEADLINE_SECONDS)
+    never = asyncio.Event()
+
+    async def close_that_hangs(conn: object) -> None:
+        await asyncio.shield(never.wait())  # a server that never answers the goodbye
+
+    # The injected fault: the campaign's closing step never finishes, even when cancelled.
+    monkeypatch.setattr(leadership, "_close", close_that_hangs)
+    await asyncio.wait_for(first.stop(), SETTLE_DEADLINE_SECONDS)  # returns, bounded
+    second.start()
+    try:
+        await asyncio.wait_for(second.leading.wait(), FAILOVER_DEADLINE_SECONDS)
+    finally:
+        await second.stop()
+        never.set()
