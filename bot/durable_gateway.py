@@ -21,7 +21,6 @@ from bot.i18n import language_for, localize, localize_trailer
 from bot.inbound_text import drop_images, enrich_media
 from bot.ingress import Delivery
 from bot.llm_stream import STREAM_BROKEN_NOTICE
-from bot.runner import TurnRequest
 from bot.services import Services
 from bot.store.base import (
     InboxEntry,
@@ -32,6 +31,7 @@ from bot.store.base import (
     TurnLost,
 )
 from bot.store.postgres_inbox import PostgresInbox, Say
+from bot.turn_requests import turn_request
 
 log = logging.getLogger(__name__)
 
@@ -143,20 +143,13 @@ class DurableGateway(Gateway):
         timer = services.metrics.turn_started(message.platform)
         typing_done = self._start_typing(adapter, target)
         try:
-            can_remember = not message.is_group or await self.is_admin(message, adapter)
-            request = TurnRequest(
-                session_id=session_id,
-                chat_key=message.chat_key,
-                anchor_id=anchor_id,
-                author_id=message.author_id,
-                author_name=message.author_name,
-                can_remember=can_remember,
-                settings=services.compaction_settings(settings),
-                compression_enabled=services.config.compression.enabled,
-                compaction_wait_seconds=services.config.compression.hygiene_max_wait_seconds,
-                anchor_platform_id=message.platform_message_id,
-                on_text=None,
-                model=services.model_for(settings),
+            request = turn_request(
+                services,
+                message,
+                session_id,
+                anchor_id,
+                settings,
+                can_remember=not message.is_group or await self.is_admin(message, adapter),
                 fence=fence,
             )
             result = await services.agent.run_turn(request)

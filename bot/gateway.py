@@ -28,11 +28,11 @@ from bot.lanes import LaneScheduler
 from bot.limits import RATE_WINDOW_SECONDS, NoticeGate, RateLimiter, budget_exceeded, utc_day
 from bot.llm_stream import STREAM_BROKEN_NOTICE
 from bot.markdown_escape import escape_markdown
-from bot.runner import TurnRequest
 from bot.services import Services
 from bot.store.base import IngestResult, NewMessage, SessionRecord
 from bot.store.write_batcher import BatchedAppends, BatchedIngest
 from bot.streaming import finish_stream, open_stream
+from bot.turn_requests import turn_request
 from compression.forgery import neutralise
 
 log = logging.getLogger(__name__)
@@ -314,20 +314,14 @@ class Gateway:
         timer = services.metrics.turn_started(message.platform)
         stream = open_stream(adapter, target, is_group=message.is_group)
         try:
-            can_remember = not message.is_group or await self.is_admin(message, adapter)
-            request = TurnRequest(
-                session_id=session_id,
-                chat_key=message.chat_key,
-                anchor_id=anchor_id,
-                author_id=message.author_id,
-                author_name=message.author_name,
-                can_remember=can_remember,
-                settings=services.compaction_settings(delivery.settings),
-                compression_enabled=services.config.compression.enabled,
-                compaction_wait_seconds=services.config.compression.hygiene_max_wait_seconds,
-                anchor_platform_id=message.platform_message_id,
+            request = turn_request(
+                services,
+                message,
+                session_id,
+                anchor_id,
+                delivery.settings,
+                can_remember=not message.is_group or await self.is_admin(message, adapter),
                 on_text=stream.update if stream is not None else None,
-                model=services.model_for(delivery.settings),
             )
             result = await services.agent.run_turn(request)
         except BaseException as exc:
