@@ -43,7 +43,7 @@ PROFILED = (
     "summary_input.derive_focus",
     "redact.redact",
     "assemble.assemble",
-    "message_counts.total_of",
+    "message_counts.assembled_total",
     "tokens.count_message",
 )
 

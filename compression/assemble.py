@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from compression.messages import (
     call_id,
     has_images,
-    is_tool_result,
     role_of,
     text_of,
     tool_calls_of,
@@ -31,21 +31,41 @@ def summary_content(body: str) -> str:
     return f"{wrap_summary(body)}\n\n{SUMMARY_END_MARKER}"
 
 
+@dataclass(frozen=True, slots=True)
+class Assembled:
+    """The compacted transcript, and for each message its index in `head + tail` when it is an
+    unchanged copy of that message (-1: new or changed), so its count is known."""
+
+    messages: list[dict[str, Any]]
+    sources: list[int]
+
+
 def assemble(head: Messages, body: str, tail: Messages) -> list[dict[str, Any]]:
     """The compacted transcript; every returned dict is a copy (made once, when the unpaired
     tool messages are dropped)."""
+    return assembled(head, body, tail).messages
+
+
+def assembled(head: Messages, body: str, tail: Messages) -> Assembled:
+    """`assemble`, with where each message came from."""
     out_head: list[Mapping[str, Any]] = list(head)
+    sources = list(range(len(head) + len(tail)))
     if out_head and role_of(out_head[0]) == "system":
         out_head[0] = with_compaction_note(out_head[0])
+        sources[0] = -1
     out_tail: list[Mapping[str, Any]] = list(tail)
     role, merge = summary_placement(out_head, out_tail)
     if merge:
         out_tail[0] = merge_summary(out_tail[0], body)
+        sources[len(head)] = -1
         middle: list[Mapping[str, Any]] = []
     else:
         middle = [{"role": role, "content": summary_content(body)}]
-    out = drop_unpaired_tool_messages(out_head + middle + out_tail)
-    _strip_media_before(out, _newest_user_images(out))  # `out` holds copies already
+        sources.insert(len(head), -1)
+    out = _paired(out_head + middle + out_tail, sources)
+    # `out` holds copies already
+    for index in _strip_media_before(out.messages, _newest_user_images(out.messages)):
+        out.sources[index] = -1
     return out
 
 
@@ -101,11 +121,17 @@ def drop_unpaired_tool_messages(messages: Messages) -> list[dict[str, Any]]:
     Stripping instead of inserting stub results follows Hermes #51218: stubs keyed on the
     wrong id were dropped again downstream and the orphan errors came back.
     """
+    return _paired(messages, [-1] * len(messages)).messages
+
+
+def _paired(messages: Messages, sources: list[int]) -> Assembled:
+    """`drop_unpaired_tool_messages`, carrying each kept message's source along."""
     pending: set[str] = set()
     answered: set[str] = set()
     kept: list[dict[str, Any]] = []
-    for message in messages:
-        if is_tool_result(message):
+    kept_sources: list[int] = []
+    for message, source in zip(messages, sources, strict=True):
+        if message.get("role") == "tool":
             ident = message.get("tool_call_id")
             if not isinstance(ident, str) or ident not in pending:
                 continue
@@ -114,11 +140,18 @@ def drop_unpaired_tool_messages(messages: Messages) -> list[dict[str, Any]]:
         elif message.get("tool_calls"):  # most messages carry none: no list built for them
             pending.update(i for i in (call_id(c) for c in tool_calls_of(message)) if i)
         kept.append(dict(message))
-    return [
-        m
-        for m in (_answered_calls_only(m, answered) if "tool_calls" in m else m for m in kept)
-        if m is not None
-    ]
+        kept_sources.append(source)
+    out = Assembled([], [])
+    for message, source in zip(kept, kept_sources, strict=True):
+        if "tool_calls" in message:
+            calls = message["tool_calls"]
+            if _answered_calls_only(message, answered) is None:
+                continue
+            if message.get("tool_calls") is not calls:
+                source = -1
+        out.messages.append(message)
+        out.sources.append(source)
+    return out
 
 
 def _answered_calls_only(message: dict[str, Any], answered: set[str]) -> dict[str, Any] | None:
@@ -149,12 +182,20 @@ def strip_historical_media(messages: Messages) -> list[dict[str, Any]]:
 
 def _newest_user_images(messages: Messages) -> int:
     for index in range(len(messages) - 1, -1, -1):
-        if role_of(messages[index]) == "user" and has_images(messages[index]):
+        message = messages[index]
+        # Only list content holds images: most messages are answered by one type check.
+        if (
+            type(message.get("content")) is not str
+            and role_of(message) == "user"
+            and has_images(message)
+        ):
             return index
     return -1
 
 
-def _strip_media_before(out: list[dict[str, Any]], anchor: int) -> None:
+def _strip_media_before(out: list[dict[str, Any]], anchor: int) -> list[int]:
+    """Stubs the images of the messages before `anchor`; the indices it changed."""
+    changed = []
     for index in range(max(anchor, 0)):
         if has_images(out[index]):
             out[index]["content"] = [
@@ -163,3 +204,5 @@ def _strip_media_before(out: list[dict[str, Any]], anchor: int) -> None:
                 else part
                 for part in out[index]["content"]
             ]
+            changed.append(index)
+    return changed

@@ -9,14 +9,19 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from compression import breaker
-from compression.assemble import assemble
+from compression.assemble import assembled
 from compression.boundaries import Boundaries, plan_boundaries
 from compression.engine import ContextEngine
 from compression.fold import middle_span
 from compression.handoff import take_handoffs
 from compression.lazy_counts import LazyCounts, tokens_before
 from compression.memory import Memory, MessageSource
-from compression.message_counts import input_counts, recounted, summarised_tokens, total_of
+from compression.message_counts import (
+    assembled_total,
+    input_counts,
+    recounted,
+    summarised_tokens,
+)
 from compression.message_hints import checked_hints
 from compression.prune import prune_tracked
 from compression.redact import redaction_memo
@@ -250,13 +255,14 @@ class ContextCompressor(ContextEngine):
             return self._unchanged(messages, counts, "aborted", summary.error, strike=False)
         body = ensure_pins(summary.body, tuple(pins))
         kept = pruned[:start] + pruned[end:]
-        output = assemble(pruned[:start], body, pruned[end:])
-        after = total_of(output, kept, pruned_tokens[:start] + pruned_tokens[end:], counter)
+        output = assembled(pruned[:start], body, pruned[end:])
+        kept_tokens = pruned_tokens[:start] + pruned_tokens[end:]
+        after = assembled_total(output.messages, output.sources, kept, kept_tokens, counter)
         before = tokens_before(counts, after)
         if after >= before:
             return self._unchanged(messages, counts, "noop", "summary not smaller", strike=True)
         self._memory = summary.memory
-        return self._completed(output, body, summary, before, after, end - start, now)
+        return self._completed(output.messages, body, summary, before, after, end - start, now)
 
     def _plan(
         self,

@@ -36,14 +36,16 @@ def build_ask(
     language: str | None = None,
 ) -> Ask:
     """Bounds per call so prompt, entries and answer fit the summary model's window."""
-    focus = focus_topic if focus_topic and focus_topic.strip() else derive_focus(working)
+    # derive_focus() redacts what it quotes; a caller's topic is redacted here.
+    given = focus_topic if focus_topic and focus_topic.strip() else None
+    focus = redact(given) if given else derive_focus(working)
     room_tokens = context_length - budget_tokens - SUMMARY_PROMPT_OVERHEAD_TOKENS
     room = max(MIN_SUMMARY_INPUT_CHARS, int(room_tokens * chars_per_token * INPUT_SAFETY_MARGIN))
     memory_chars = int(room * MEMORY_INPUT_SHARE)
     shown = format_current(memory, max_chars=memory_chars) or ""
     memory_room = min(memory_chars, len(shown) + MEMORY_GROWTH_CHARS)
     return Ask(
-        redact(focus) if focus else None,
+        focus,
         budget_tokens,
         today,
         tuple(pins),

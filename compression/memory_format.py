@@ -132,10 +132,17 @@ def parse_reply(
     if not parsed.additions and not parsed.resolutions:
         return None
     index = _SourceIndex(turns, ids)
-    additions = tuple(
-        entry if entry.sources else _with_sources(entry, index) for entry in parsed.additions
-    )
-    return MemoryUpdate(additions, tuple(parsed.resolutions), parsed.supersedes or None)
+    # A repeated line repeats its entry objects: each is given its sources once.
+    sourced: dict[int, MemoryEntry] = {}
+    additions = []
+    for entry in parsed.additions:
+        if not entry.sources:
+            done = sourced.get(id(entry))
+            if done is None:
+                done = sourced[id(entry)] = _with_sources(entry, index)
+            entry = done
+        additions.append(entry)
+    return MemoryUpdate(tuple(additions), tuple(parsed.resolutions), parsed.supersedes or None)
 
 
 def _heading(line: str) -> tuple[EntryKind, bool]:

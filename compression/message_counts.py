@@ -95,32 +95,20 @@ def summarised_tokens(
     return total
 
 
-def total_of(
+def assembled_total(
     messages: Sequence[Message],
+    sources: Sequence[int],
     known: Sequence[Message],
     known_counts: Sequence[int],
     counter: MessageCounter,
 ) -> int:
-    """Tokens of `messages`, each a copy of one of `known` (found by its values) or counted."""
-    # Keyed by the identity of the values, which `known` keeps alive for the whole call. Two
-    # known messages sharing both objects keep the first; a copy of the second is recounted.
-    by_values: dict[tuple[int, int], tuple[Message, int]] = {}
-    for message, count in zip(known, known_counts, strict=True):
-        key = (id(message.get("content")), id(message.get("tool_calls")))
-        by_values.setdefault(key, (message, count))
-    total = 0
-    for message in messages:
-        found = by_values.get((id(message.get("content")), id(message.get("tool_calls"))))
-        # The key vouches for content and tool calls; the other two counted values, inline.
-        if (
-            found is not None
-            and message.get("name") is found[0].get("name")
-            and message.get("tool_call_id") is found[0].get("tool_call_id")
-        ):
-            total += found[1]
-            continue
-        extended = _extended_count(message, known, known_counts, counter) if known else None
-        total += counter.count_message(message) if extended is None else extended
+    """Tokens of `messages`: `known_counts[sources[i]]` for an unchanged copy of a known
+    message, a count of the others (new or changed)."""
+    total = sum(known_counts[source] for source in sources if source >= 0)
+    for message, source in zip(messages, sources, strict=True):
+        if source < 0:
+            extended = _extended_count(message, known, known_counts, counter) if known else None
+            total += counter.count_message(message) if extended is None else extended
     return total
 
 

@@ -16,7 +16,7 @@ from compression.extract import read_features
 from compression.features import Features
 from compression.messages import is_summary_message
 from compression.redact import redact, redact_value
-from compression.summary_input import truncate_body
+from compression.summary_input import BODY_LIMIT_CHARS, truncate_body
 from compression.transcript import content_text, strip_think
 
 # redact() leaves the summarizer's view of the text (think blocks stripped) as it is.
@@ -31,6 +31,9 @@ PLAIN = 8
 TOOL_MESSAGE = 16
 # redact_value() leaves the arguments of every tool call as they are.
 CALLS_CLEAN = 32
+# A user or assistant chat line the summarizer is shown as it is: a string that nothing
+# strips, redacts or cuts, and no tool calls (its copy would be the message itself).
+SHOWN_AS_IS = 64
 
 
 class HintsError(ValueError):
@@ -53,6 +56,8 @@ def message_hints(message: Mapping[str, Any]) -> int:
         hints |= CALLS_CLEAN
     if role not in ("user", "assistant"):
         return hints
+    if hints & SUMMARY_CLEAN and _shown_as_is(message, view):
+        hints |= SHOWN_AS_IS
     featureless = _empty(read_features(message))
     if featureless:
         hints |= FEATURELESS
@@ -62,6 +67,17 @@ def message_hints(message: Mapping[str, Any]) -> int:
     if featureless if same else _empty(read_features({**message, "content": shown})):
         hints |= SHOWN_FEATURELESS
     return hints
+
+
+def _shown_as_is(message: Mapping[str, Any], view: str) -> bool:
+    content = message.get("content")
+    return (
+        type(content) is str
+        and "tool_calls" not in message
+        and view == content
+        and content == content.strip()
+        and len(content) <= BODY_LIMIT_CHARS
+    )
 
 
 def _arguments_clean(call: Any) -> bool:

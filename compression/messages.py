@@ -41,7 +41,7 @@ def tool_calls_of(message: Message) -> list[Mapping[str, Any]]:
     calls = message.get("tool_calls")
     if role_of(message) != "assistant" or not isinstance(calls, list):
         return []
-    return [call for call in calls if isinstance(call, Mapping)]
+    return [call for call in calls if type(call) is dict or isinstance(call, Mapping)]
 
 
 def call_id(call: Mapping[str, Any]) -> str | None:

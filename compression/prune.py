@@ -23,6 +23,8 @@ SCREENSHOT_PLACEHOLDER = "[screenshot removed to save context]"
 ARG_VALUE_CHARS = 40
 COMMAND_CHARS = 80
 
+_DECODER = json.JSONDecoder()
+_JSON_WHITESPACE = " \t\n\r"
 _ROLE = operator.methodcaller("get", "role")
 _TOOL_CALLS = operator.methodcaller("get", "tool_calls")
 _COMMAND_TOOLS = frozenset({"terminal", "shell", "bash", "run_command", "execute_command"})
@@ -61,7 +63,8 @@ def prune_tracked(
             for i in found
             if out[i].get("role") == "assistant" and isinstance(out[i].get("tool_calls"), list)
         ]
-    calls = _calls_by_id(out[i] for i in callers)
+    # A result's call comes before it: the results prune shrinks need no call of the tail.
+    calls = _calls_by_id(out[i] for i in callers if i < tail_start)
     changed = _deduplicate_results(out, results)
     for index in results:
         if index >= tail_start:
@@ -170,10 +173,20 @@ def _parse_arguments(raw: Any) -> dict[str, Any]:
     if not isinstance(raw, str):
         return {}
     try:
-        parsed = json.loads(raw)
+        parsed = _json_value(raw)
     except ValueError:
         return {}
     return dict(parsed) if isinstance(parsed, Mapping) else {}
+
+
+def _json_value(text: str) -> Any:
+    """`json.loads(text)` for a str, a third of its cost: without its two whitespace
+    expressions, which cost more than decoding short tool arguments."""
+    stripped = text.strip(_JSON_WHITESPACE)
+    value, end = _DECODER.raw_decode(stripped)
+    if end != len(stripped):
+        raise ValueError(f"extra data at {end}")
+    return value
 
 
 def _scalar(value: Any) -> str:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -28,7 +28,7 @@ class SummaryTransientError(SummaryError):
 class SummaryRequest:
     """Everything a summarizer needs; `turns` are redacted, truncated OpenAI-format dicts."""
 
-    turns: Sequence[dict[str, Any]]
+    turns: Sequence[Mapping[str, Any]]
     previous_summary: str | None
     focus_topic: str | None
     budget_tokens: int

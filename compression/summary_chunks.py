@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from compression.message_hints import CALLS_CLEAN, SUMMARY_CLEAN
+from compression.message_hints import CALLS_CLEAN, SHOWN_AS_IS, SUMMARY_CLEAN
 from compression.redact import redact
 from compression.summary_input import (
     BODY_LIMIT_CHARS,
@@ -41,7 +41,7 @@ class Chunk:
 
     start: int
     end: int
-    turns: list[dict[str, Any]]
+    turns: list[Mapping[str, Any]]
     participants: tuple[str, ...]
 
 
@@ -50,7 +50,7 @@ class SummaryView:
     """Every turn of a span as the summarizer gets it, its rendered size and participant name,
     and the characters of the span's own contents (what `chars_per_token` reads)."""
 
-    turns: list[dict[str, Any]]
+    turns: list[Mapping[str, Any]]
     sizes: list[int]
     speakers: list[str | None]
     chars: int
@@ -61,7 +61,7 @@ def summary_view(
 ) -> SummaryView:
     """One pass over the span; `hints[i]` may vouch that turn i's text needs no redaction
     (SUMMARY_CLEAN), so its gate is not run again."""
-    prepared: list[dict[str, Any]] = []
+    prepared: list[Mapping[str, Any]] = []
     sizes: list[int] = []
     names: list[str | None] = []
     speakers: dict[str, str | None] = {}
@@ -70,40 +70,24 @@ def summary_view(
     add_turn, add_size, add_name = prepared.append, sizes.append, names.append
     known = [None] * len(turns) if hints is None else hints
     for message, hint in zip(turns, known, strict=True):
-        content = message.get("content")
-        # Inline, the common turn: a clean chat line of ordinary length (what _prepared
-        # does for it, without the call); anything else takes the general path.
-        if (
-            hint is not None
-            and hint & SUMMARY_CLEAN
-            and type(content) is str
-            and len(content) <= BODY_LIMIT_CHARS
-            and "tool_calls" not in message
-        ):
-            role = message.get("role")
-            if role == "user":
-                shown = content.strip()
-                if content:
-                    lead = content.lstrip()
-                    speaker = speaker_of_opening(lead, speakers)
-                    named = speaker if len(lead) == len(shown) else speaker_of(shown)
-                else:
-                    speaker = named = None
-                add_turn(dict(message))
-                add_size(len(shown) + (0 if named else _USER_LABEL_CHARS) + TURN_SEPARATOR_CHARS)
+        # Inline, the common turn: a chat line shown as it is (no copy: nothing of the
+        # summarizer's changes it); anything else takes the general path.
+        if hint is not None and hint & SHOWN_AS_IS:
+            content = message["content"]
+            add_turn(message)
+            chars += len(content)
+            if message.get("role") == "user":
+                speaker = speaker_of_opening(content, speakers)
+                add_size(
+                    len(content) + (0 if speaker else _USER_LABEL_CHARS) + TURN_SEPARATOR_CHARS
+                )
                 add_name(speaker)
-                chars += len(content)
-                continue
-            if role == "assistant":
-                text = strip_think(content) if "<" in content else content.strip()
-                turn = dict(message)
-                if text is not content:
-                    turn["content"] = text
-                add_turn(turn)
-                add_size((_ASSISTANT_LABEL_CHARS + len(text) if text else 0) + TURN_SEPARATOR_CHARS)
+            else:
+                add_size(
+                    (_ASSISTANT_LABEL_CHARS + len(content) if content else 0) + TURN_SEPARATOR_CHARS
+                )
                 add_name(None)
-                chars += len(content)
-                continue
+            continue
         clean = hint is not None and bool(hint & SUMMARY_CLEAN)
         calls_clean = hint is not None and bool(hint & CALLS_CLEAN)
         turn, size, speaker, length = _prepared(message, clean, calls_clean, speakers)
@@ -120,7 +104,7 @@ def view_chunks(view: SummaryView, max_chars: int) -> list[Chunk]:
         named = tuple(dict.fromkeys(filter(None, view.speakers)))
         return [Chunk(0, len(view.turns), list(view.turns), named)]
     chunks: list[Chunk] = []
-    current: list[dict[str, Any]] = []
+    current: list[Mapping[str, Any]] = []
     names: dict[str, None] = {}
     used = start = 0
     for index, (turn, size, speaker) in enumerate(

@@ -78,10 +78,14 @@ def _prepared_text(text: str, assistant: bool) -> str:
 def prepare_call(call: Any, clean: bool = False) -> Any:
     """The summarizer's copy of a tool call; `clean`: its arguments are known to need no
     redaction (CALLS_CLEAN)."""
-    if not isinstance(call, Mapping):
+    if type(call) is not dict and not isinstance(call, Mapping):
         return call
-    copy = dict(call)
     function = call.get("function")
+    if clean and type(function) is dict:
+        arguments = function.get("arguments")
+        if type(arguments) is str and len(arguments) <= TOOL_ARGS_LIMIT_CHARS:
+            return call  # nothing to redact or shorten: the summarizer reads the call itself
+    copy = dict(call)
     if isinstance(function, Mapping):
         arguments = function.get("arguments")
         if isinstance(arguments, str):
@@ -126,7 +130,7 @@ def _shrink(value: Any, string_limit: int, item_limit: int) -> Any:
     return value
 
 
-def shrink_to(turn: dict[str, Any], room: int) -> dict[str, Any]:
+def shrink_to(turn: Mapping[str, Any], room: int) -> dict[str, Any]:
     """A single turn bigger than the whole bound keeps as much of its text's tail as fits."""
     overflow = rendered_chars(turn) - max(room, 0)
     text = turn.get("content") or ""

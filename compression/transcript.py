@@ -94,10 +94,11 @@ def strip_think(text: str) -> str:
 
 def tool_call_parts(call: Any) -> tuple[str, str]:
     """(name, arguments) of one OpenAI tool call, empty strings when absent."""
-    if not isinstance(call, Mapping):
+    if type(call) is not dict and not isinstance(call, Mapping):
         return "", ""
     function = call.get("function")
-    source = function if isinstance(function, Mapping) else call
+    # `type() is dict` first: the ABC check costs more than the rest of this for a dict.
+    source = function if type(function) is dict or isinstance(function, Mapping) else call
     name = source.get("name")
     arguments = source.get("arguments")
     return (name if isinstance(name, str) else ""), (

@@ -6,6 +6,7 @@ from compression.assemble import (
     COMPACTION_NOTE,
     STRIPPED_IMAGE_TEXT,
     assemble,
+    assembled,
     drop_unpaired_tool_messages,
     strip_historical_media,
     summary_placement,
@@ -97,3 +98,32 @@ def test_assemble_never_mutates_its_input() -> None:
     before = copy.deepcopy((head, tail))
     assemble(head, "BODY", tail)
     assert (head, tail) == before
+
+
+def test_each_message_names_the_kept_message_it_copies_unchanged() -> None:
+    """`sources` is what tokens_after is summed from: a copy named by it must equal its source,
+    and every message assemble changed (noted prompt, merged summary, stubbed images, calls
+    without a result) must be counted afresh (-1)."""
+    orphan_call = tool_round(["c1", "c2"])[:2]  # c2's result is missing: the call is cut down
+    cases = [
+        ([system(), user("A", "x")], [assistant("y"), user("B", "z")]),
+        ([system()], [assistant("hi"), user("A", "q")]),  # summary merged into the tail
+        ([system(), user("A", "x"), assistant("z")], [user("B", "y")]),
+        (
+            [system(), user("A", "x")],
+            [assistant("ok"), image_user("A", "old"), image_user("B", "new")],
+        ),
+        ([system()], [user("A", "go"), *orphan_call, assistant("done")]),
+        ([system()], [*tool_round(["c9"])[1:], user("A", "orphan result dropped")]),
+    ]
+    for head, tail in cases:
+        known = [*head, *tail]
+        out = assembled(head, "BODY", tail)
+        assert out.messages == assemble(head, "BODY", tail)
+        assert len(out.sources) == len(out.messages)
+        for message, source in zip(out.messages, out.sources, strict=True):
+            if source >= 0:
+                assert message == known[source] and message is not known[source]
+        changed = [m for m, s in zip(out.messages, out.sources, strict=True) if s < 0]
+        assert all(m not in known for m in changed), changed
+        assert out.sources.count(-1) >= 2  # the noted prompt and the summary, at least

@@ -94,16 +94,29 @@ def test_hints_vouch_only_for_what_holds() -> None:
         CALLS_CLEAN,
         FEATURELESS,
         PLAIN,
+        SHOWN_AS_IS,
         SHOWN_FEATURELESS,
         SUMMARY_CLEAN,
         TOOL_MESSAGE,
     )
+    from compression.summary_input import BODY_LIMIT_CHARS
     from tests.compression.test_redact import SECRETS
 
     chatter = message_hints({"role": "user", "content": "[Alice] see you"})
-    assert chatter == SUMMARY_CLEAN | PLAIN | FEATURELESS | SHOWN_FEATURELESS | CALLS_CLEAN
+    assert chatter == (
+        SUMMARY_CLEAN | PLAIN | FEATURELESS | SHOWN_FEATURELESS | CALLS_CLEAN | SHOWN_AS_IS
+    )
     secret = message_hints({"role": "user", "content": f"[Bob] key {SECRETS['openai']}"})
-    assert not secret & SUMMARY_CLEAN
+    assert not secret & SUMMARY_CLEAN and not secret & SHOWN_AS_IS
+    # The summarizer's copy differs from each of these: they are copied, not shown as they are.
+    for changed in [
+        {"role": "user", "content": " [Alice] padded "},
+        {"role": "assistant", "content": "<think>plan</think>The answer."},
+        {"role": "assistant", "content": "x" * (BODY_LIMIT_CHARS + 1)},
+        {"role": "user", "content": [{"type": "text", "text": "parts"}]},
+        {"role": "assistant", "content": "calling", "tool_calls": []},
+    ]:
+        assert not message_hints(changed) & SHOWN_AS_IS, changed
     value = message_hints({"role": "user", "content": "[Ana] The budget is $5,000."})
     assert not value & FEATURELESS and not value & SHOWN_FEATURELESS
     call = {

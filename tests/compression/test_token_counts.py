@@ -217,3 +217,21 @@ def test_a_calls_characters_are_those_of_the_json_that_is_counted(
     call = {"id": ident, "type": "function", "function": {"name": name, "arguments": arguments}}
     message = {"role": "assistant", "content": None, "tool_calls": [call]}
     assert message_chars(message) == len(json.dumps(call, ensure_ascii=False, sort_keys=True))
+
+
+async def test_tokens_after_is_exact_when_assembly_changes_kept_messages() -> None:
+    """Images stubbed and calls cut down in the kept tail: those are counted afresh, the rest
+    taken from the store, and the sum is the output's own count."""
+    from tests.compression.scripted import image_user
+
+    half_answered = tool_round(["c1", "c2"], result="x")[:2]  # c2 has no result
+    tail = [image_user("Ana", "old"), *half_answered, user("Bob", "ok"), image_user("Cy", "new")]
+    chat = [*_chat(), *tail]
+    counts = _stored_counts(chat)
+    result = await ContextCompressor(CONFIG, PerfectSummarizer()).compress(
+        chat, token_counts=counts
+    )
+    assert result.outcome == "compressed"
+    assert any("stripped" in json.dumps(m) for m in result.messages)
+    fresh = TokenCounter(None, cache_entries=0)
+    assert result.tokens_after == sum(fresh.count_message(m) for m in result.messages)
