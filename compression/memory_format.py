@@ -104,7 +104,9 @@ def parse_reply(
 ) -> MemoryUpdate | None:
     """What a summarizer's reply adds; None when no line of it is usable."""
     parsed = _Parsed()
-    repeated: dict[tuple[str, EntryKind], list[MemoryEntry]] = {}
+    # A line without fields adds the same entries wherever it repeats, and the memory keeps
+    # one of each: replies repeat lines, and a repeat is skipped before it is even parsed.
+    seen: set[tuple[str, EntryKind]] = set()
     heading_kind: EntryKind = "narrative"
     in_pins = False
     for raw in text.splitlines():
@@ -116,33 +118,20 @@ def parse_reply(
             continue
         if in_pins:
             continue  # pins are rendered from the request, verbatim, by code
+        if " | " not in line:
+            if (line, heading_kind) in seen:
+                continue
+            seen.add((line, heading_kind))
         item = _BULLET.sub("", line).strip()
-        if not item:
-            continue
-        # A line without fields only adds entries, the same for the same line: replies
-        # repeat lines, and each is parsed once.
-        key = (item, heading_kind) if " | " not in item else None
-        if key is not None and key in repeated:
-            parsed.additions.extend(repeated[key])
-            continue
-        before = len(parsed.additions)
-        _parse_line(item, heading_kind, parsed, today)
-        if key is not None:
-            repeated[key] = parsed.additions[before:]
+        if item:
+            _parse_line(item, heading_kind, parsed, today)
     if not parsed.additions and not parsed.resolutions:
         return None
     index = _SourceIndex(turns, ids)
-    # A repeated line repeats its entry objects: each is given its sources once.
-    sourced: dict[int, MemoryEntry] = {}
-    additions = []
-    for entry in parsed.additions:
-        if not entry.sources:
-            done = sourced.get(id(entry))
-            if done is None:
-                done = sourced[id(entry)] = _with_sources(entry, index)
-            entry = done
-        additions.append(entry)
-    return MemoryUpdate(tuple(additions), tuple(parsed.resolutions), parsed.supersedes or None)
+    additions = tuple(
+        entry if entry.sources else _with_sources(entry, index) for entry in parsed.additions
+    )
+    return MemoryUpdate(additions, tuple(parsed.resolutions), parsed.supersedes or None)
 
 
 def _heading(line: str) -> tuple[EntryKind, bool]:
