@@ -130,6 +130,7 @@ def _paired(messages: Messages, sources: list[int]) -> Assembled:
     answered: set[str] = set()
     kept: list[dict[str, Any]] = []
     kept_sources: list[int] = []
+    callers: list[int] = []  # positions in `kept` of the messages that call tools
     for message, source in zip(messages, sources, strict=True):
         if message.get("role") == "tool":
             ident = message.get("tool_call_id")
@@ -139,19 +140,21 @@ def _paired(messages: Messages, sources: list[int]) -> Assembled:
             answered.add(ident)
         elif message.get("tool_calls"):  # most messages carry none: no list built for them
             pending.update(i for i in (call_id(c) for c in tool_calls_of(message)) if i)
+            callers.append(len(kept))
         kept.append(dict(message))
         kept_sources.append(source)
-    out = Assembled([], [])
-    for message, source in zip(kept, kept_sources, strict=True):
-        if "tool_calls" in message:
-            calls = message["tool_calls"]
-            if _answered_calls_only(message, answered) is None:
-                continue
-            if message.get("tool_calls") is not calls:
-                source = -1
-        out.messages.append(message)
-        out.sources.append(source)
-    return out
+    # Only now is every answer known: calls without one are cut from their message.
+    emptied = []
+    for position in callers:
+        message = kept[position]
+        calls = message["tool_calls"]
+        if _answered_calls_only(message, answered) is None:
+            emptied.append(position)
+        elif message.get("tool_calls") is not calls:
+            kept_sources[position] = -1
+    for position in reversed(emptied):
+        del kept[position], kept_sources[position]
+    return Assembled(kept, kept_sources)
 
 
 def _answered_calls_only(message: dict[str, Any], answered: set[str]) -> dict[str, Any] | None:

@@ -49,7 +49,7 @@ class _Plan:
     previous_summary: str | None
     previous_tokens: int  # an upper bound: the tokens of the messages that carried it
     boundaries: Boundaries
-    origin: tuple[int, ...]  # index in the caller's list of each working message
+    origin: Sequence[int]  # index in the caller's list of each working message
 
 
 class ContextCompressor(ContextEngine):

@@ -254,14 +254,15 @@ def _backup_candidates(
 ) -> tuple[MemoryEntry, ...]:
     """The extractor's entries for the chunk's turns that can hold a candidate: only those
     count for a backup, and a turn whose hint says it has no features holds none."""
-    empty = chunk.featureless()
-    if empty is None:
+    hints = chunk.hints
+    if hints is None:
         turns, ids, times = chunk.turns, chunk.ids, chunk.times
     else:
         read = [
             i
-            for i, turn in enumerate(chunk.turns)
-            if not empty[i] and turn.get("role") in ("user", "assistant")
+            for i, hint in enumerate(hints)
+            if not (hint is not None and hint & FEATURELESS)
+            and chunk.turns[i].get("role") in ("user", "assistant")
         ]
         if not read:
             return ()

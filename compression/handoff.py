@@ -32,9 +32,9 @@ class Handoff:
     # Where each kept message came from in the input (-1: a merged message, now changed, so
     # its count is taken again), and the inputs that carried a summary: so the callers' token
     # counts follow the messages.
-    sources: tuple[int, ...] = ()
-    summary_sources: tuple[int, ...] = ()
-    origin: tuple[int, ...] = ()  # index in the input of each kept message, merged ones too
+    sources: Sequence[int] = ()
+    summary_sources: Sequence[int] = ()
+    origin: Sequence[int] = ()  # index in the input of each kept message, merged ones too
 
     @property
     def previous_summary(self) -> str | None:
@@ -53,7 +53,7 @@ def take_handoffs(
     possible = _possible(messages, flags, hints)
     found = [i for i in possible if _may_be_summary(messages[i], _flag(flags, i))]
     if not found:  # the common case: the transcript as it is, nothing copied
-        every = tuple(range(len(messages)))
+        every = range(len(messages))  # no list of a long transcript's indices is built
         return Handoff(list(messages), (), every, (), every)
     kept: list[Mapping[str, Any]] = []
     bodies: list[str] = []

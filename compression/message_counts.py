@@ -97,18 +97,21 @@ def summarised_tokens(
 
 def assembled_total(
     messages: Sequence[Message],
-    sources: Sequence[int],
+    sources: list[int],
     known: Sequence[Message],
     known_counts: Sequence[int],
     counter: MessageCounter,
 ) -> int:
     """Tokens of `messages`: `known_counts[sources[i]]` for an unchanged copy of a known
     message, a count of the others (new or changed)."""
-    total = sum(known_counts[source] for source in sources if source >= 0)
-    for message, source in zip(messages, sources, strict=True):
-        if source < 0:
-            extended = _extended_count(message, known, known_counts, counter) if known else None
-            total += counter.count_message(message) if extended is None else extended
+    # In C: -1 reads the 0 appended, and list.index finds the few new messages.
+    total = sum(map([*known_counts, 0].__getitem__, sources))
+    index = -1
+    for _ in range(sources.count(-1)):
+        index = sources.index(-1, index + 1)
+        message = messages[index]
+        extended = _extended_count(message, known, known_counts, counter) if known else None
+        total += counter.count_message(message) if extended is None else extended
     return total
 
 
