@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from compression.message_hints import PLAIN
+from compression.message_hints import PLAIN, hinted
 from compression.messages import is_summary_message, role_of, text_of, tool_calls_of
 from compression.template import SUMMARY_PREFIX_HEAD, is_summary_text, summary_body, unwrap_merged
 
@@ -87,7 +87,7 @@ def _possible(
 ) -> list[int]:
     """Indices of the messages that may be summaries, found without a call per message."""
     if flags is None and hints is not None and len(hints) == len(messages):
-        return [i for i, hint in enumerate(hints) if not hint & PLAIN]
+        return hinted(hints, PLAIN, clear=True)
     flagged = min(len(flags), len(messages)) if flags is not None else 0
     found = [i for i in range(flagged) if flags[i]] if flags is not None else []
     if not _ASCII_NEVER_SUMMARY:

@@ -7,7 +7,7 @@ import operator
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from compression.message_hints import TOOL_MESSAGE
+from compression.message_hints import TOOL_MESSAGE, hinted
 from compression.messages import call_id, tool_calls_of
 from compression.tokens import IMAGE_PART_TYPES
 
@@ -56,7 +56,7 @@ def prune_tracked(
             if calls is not None and roles[i] == "assistant" and isinstance(calls, list)
         ]
     else:
-        found = [i for i, hint in enumerate(hints) if hint is None or hint & TOOL_MESSAGE]
+        found = hinted(hints, TOOL_MESSAGE)
         results = [i for i in found if out[i].get("role") == "tool"]
         callers = [
             i
@@ -140,7 +140,7 @@ def _shrunk_result(
 def describe_result(call: Mapping[str, Any] | None, content: str) -> str:
     """An informative one-liner standing in for a long tool result."""
     function = call.get("function") if call else None
-    function = function if isinstance(function, Mapping) else {}
+    function = function if type(function) is dict or isinstance(function, Mapping) else {}
     name = str(function.get("name") or "tool")
     args = _parse_arguments(function.get("arguments"))
     lines = content.count("\n") + 1 if content and not content.isspace() else 0
@@ -215,9 +215,13 @@ def _shrunk_call_arguments(message: Mapping[str, Any]) -> dict[str, Any] | None:
 
 
 def _shrink_call(call: Any) -> Any:
-    if not isinstance(call, Mapping) or not isinstance(call.get("function"), Mapping):
+    # `type() is dict` first: for a dict the ABC checks cost more than the rest of this.
+    if type(call) is not dict and not isinstance(call, Mapping):
         return call
-    arguments = call["function"].get("arguments")
+    function = call.get("function")
+    if type(function) is not dict and not isinstance(function, Mapping):
+        return call
+    arguments = function.get("arguments")
     if not isinstance(arguments, str) or len(arguments) <= MAX_ARGS_CHARS:
         return call
     try:

@@ -39,3 +39,21 @@ def test_may_weigh_never_hides_a_weight(words: list[str]) -> None:
     for minimum in (2, 3):
         if text_weight(text) >= minimum:
             assert may_weigh(text, minimum)
+
+
+@given(
+    st.lists(st.one_of(st.none(), st.integers(0, 127), st.integers(128, 600)), max_size=60),
+    st.sampled_from([1, 8, 16, 24, 64]),
+    st.booleans(),
+)
+def test_hinted_reads_the_bits_the_comprehension_reads(
+    hints: list[int | None], mask: int, clear: bool
+) -> None:
+    from compression.message_hints import hinted
+
+    expected = [i for i, h in enumerate(hints) if h is None or bool(h & mask) != clear]
+    assert hinted(hints, mask, clear=clear) == expected
+    small = [h for h in hints if h is not None and h < 256]  # the bytes path on its own
+    assert hinted(small, mask, clear=clear) == [
+        i for i, h in enumerate(small) if bool(h & mask) != clear
+    ]
