@@ -59,7 +59,7 @@ class Span:
     each turn on its own (`hints`, see message_hints; None where nothing is).
 
     The extractor reads the turns as they are (it redacts what it keeps); a summarizer gets
-    `chunks()` of copies, redacted and truncated.
+    `chunks()` of its view: redacted, truncated copies, and the turns shown as they are.
     """
 
     turns: list[Any]
@@ -94,7 +94,7 @@ class Span:
 
 
 def _shown_hints(hints: list[int | None] | None, start: int, end: int) -> list[int | None] | None:
-    """The hints of a chunk's turns, which are the summarizer's copies of the span's."""
+    """The hints of a chunk's turns, which are the summarizer's view of the span's."""
     if hints is None:
         return None
     return [FEATURELESS if h is not None and h & SHOWN_FEATURELESS else 0 for h in hints[start:end]]

@@ -26,7 +26,8 @@ class SummaryTransientError(SummaryError):
 
 @dataclass(frozen=True, slots=True)
 class SummaryRequest:
-    """Everything a summarizer needs; `turns` are redacted, truncated OpenAI-format dicts."""
+    """Everything a summarizer needs; `turns` are redacted, truncated OpenAI-format messages,
+    read-only: a turn shown as it is is the caller's own message, not a copy."""
 
     turns: Sequence[Mapping[str, Any]]
     previous_summary: str | None

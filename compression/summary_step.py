@@ -105,7 +105,7 @@ async def _fold(
         abort = config.abort_on_summary_failure
         folded = fold_in_cooldown(memory, span, cause, urgent=step.urgent, abort=abort, today=today)
         return folded, state
-    # The summarizer's copies, made once: they also measure the span's density.
+    # The summarizer's view, made once: it also measures the span's density.
     view = summary_view(span.turns, span.hints)
     ask = build_ask(
         memory,
