@@ -90,6 +90,10 @@ def _empty(features: Features) -> bool:
     return not (features.candidates or features.links or features.questions)
 
 
+# bytes.translate tables: for each (mask, clear), 1 at each byte value hinted() takes.
+_TABLES: dict[tuple[int, bool], bytes] = {}
+
+
 def hinted(hints: Sequence[int | None], mask: int, *, clear: bool = False) -> list[int]:
     """The indices whose hint has a bit of `mask` set (`clear`: none of them); a None hint
     is always taken, as nothing is known of it. Read in C while every hint fits a byte."""
@@ -107,9 +111,6 @@ def hinted(hints: Sequence[int | None], mask: int, *, clear: bool = False) -> li
         found.append(index)
         index = taken.find(1, index + 1)
     return found
-
-
-_TABLES: dict[tuple[int, bool], bytes] = {}
 
 
 def checked_hints(hints: Sequence[int] | None, messages: int) -> Sequence[int] | None:
