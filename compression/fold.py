@@ -25,7 +25,7 @@ from compression.memory import (
     norm_subject,
 )
 from compression.memory_format import format_current, parse_reply
-from compression.message_hints import FEATURELESS, SHOWN_FEATURELESS
+from compression.message_hints import FEATURELESS, SHOWN_FEATURELESS, hinted
 from compression.redact import redact
 from compression.result import Outcome
 from compression.state import CooldownCause
@@ -66,6 +66,8 @@ class Span:
     ids: list[str | None]
     times: list[float | None]
     hints: list[int | None] | None = None
+    # The turns are the summarizer's view of the span's, of which SHOWN_FEATURELESS speaks.
+    shown: bool = False
 
     def chunks(
         self, max_chars: int, view: SummaryView | None = None
@@ -73,13 +75,15 @@ class Span:
         """The summarizer's chunks of this span (`view`: its summary_view, if made already),
         each with the participants it shows."""
         view = view or summary_view(self.turns, self.hints)
+        hints = self.hints
         return [
             (
                 Span(
                     c.turns,
                     self.ids[c.start : c.end],
                     self.times[c.start : c.end],
-                    _shown_hints(self.hints, c.start, c.end),
+                    None if hints is None else hints[c.start : c.end],
+                    shown=True,
                 ),
                 c.participants,
             )
@@ -90,14 +94,14 @@ class Span:
         """Which turns the hints show to have no features for the extractor."""
         if self.hints is None:
             return None
-        return [hint is not None and bool(hint & FEATURELESS) for hint in self.hints]
+        bit = SHOWN_FEATURELESS if self.shown else FEATURELESS
+        return [hint is not None and bool(hint & bit) for hint in self.hints]
 
-
-def _shown_hints(hints: list[int | None] | None, start: int, end: int) -> list[int | None] | None:
-    """The hints of a chunk's turns, which are the summarizer's view of the span's."""
-    if hints is None:
-        return None
-    return [FEATURELESS if h is not None and h & SHOWN_FEATURELESS else 0 for h in hints[start:end]]
+    def readable(self) -> list[int] | None:
+        """The indices of the turns the hints do not show to be featureless."""
+        if self.hints is None:
+            return None
+        return hinted(self.hints, SHOWN_FEATURELESS if self.shown else FEATURELESS, clear=True)
 
 
 @dataclass(frozen=True, slots=True)
@@ -254,16 +258,11 @@ def _backup_candidates(
 ) -> tuple[MemoryEntry, ...]:
     """The extractor's entries for the chunk's turns that can hold a candidate: only those
     count for a backup, and a turn whose hint says it has no features holds none."""
-    hints = chunk.hints
-    if hints is None:
+    readable = chunk.readable()
+    if readable is None:
         turns, ids, times = chunk.turns, chunk.ids, chunk.times
     else:
-        read = [
-            i
-            for i, hint in enumerate(hints)
-            if not (hint is not None and hint & FEATURELESS)
-            and chunk.turns[i].get("role") in ("user", "assistant")
-        ]
+        read = [i for i in readable if chunk.turns[i].get("role") in ("user", "assistant")]
         if not read:
             return ()
         turns = [chunk.turns[i] for i in read]
