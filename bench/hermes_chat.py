@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import random
+import time
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
@@ -42,6 +43,18 @@ def calibration(messages: Sequence[Mapping[str, Any]]) -> int:
     for m in messages:
         total += len(str({k: v for k, v in m.items()}))  # the reference's own form
     return total // 4
+
+
+def machine_speed_ms(repeats: int = 20) -> float:
+    """The calibration pass over the 1,000-message chat, best of `repeats`: how fast this
+    shared machine is at the moment, for reading the absolute times of a run."""
+    messages = hermes_chat(1_000)
+    best = float("inf")
+    for _ in range(repeats):
+        begin = time.perf_counter()
+        calibration(messages)
+        best = min(best, time.perf_counter() - begin)
+    return best * 1000
 
 
 def hermes_chat(size: int, seed: int = SEED) -> list[dict[str, Any]]:
