@@ -94,14 +94,18 @@ class Span:
         """Which turns the hints show to have no features for the extractor."""
         if self.hints is None:
             return None
-        bit = SHOWN_FEATURELESS if self.shown else FEATURELESS
+        bit = self._featureless_bit
         return [hint is not None and bool(hint & bit) for hint in self.hints]
 
     def readable(self) -> list[int] | None:
         """The indices of the turns the hints do not show to be featureless."""
         if self.hints is None:
             return None
-        return hinted(self.hints, SHOWN_FEATURELESS if self.shown else FEATURELESS, clear=True)
+        return hinted(self.hints, self._featureless_bit, clear=True)
+
+    @property
+    def _featureless_bit(self) -> int:
+        return SHOWN_FEATURELESS if self.shown else FEATURELESS
 
 
 @dataclass(frozen=True, slots=True)

@@ -23,7 +23,6 @@ from compression.summary_input import (
     truncate_body,
 )
 from compression.transcript import (
-    SPEAKER_END,
     content_text,
     speaker_of,
     speaker_of_opening,
@@ -78,15 +77,7 @@ def summary_view(
             add_turn(message)
             chars += len(content)
             if message.get("role") == "user":
-                # speaker_of_opening(), inline: a chat has few openings, each parsed once.
-                speaker = None
-                if content[:1] == "[":
-                    close = content.find("]", 1, SPEAKER_END)
-                    opening = content[: close + 2] if close > 0 else content
-                    if opening in speakers:
-                        speaker = speakers[opening]
-                    else:
-                        speaker = speakers[opening] = speaker_of(opening)
+                speaker = speaker_of_opening(content, speakers)
                 add_size(
                     len(content) + (0 if speaker else _USER_LABEL_CHARS) + TURN_SEPARATOR_CHARS
                 )

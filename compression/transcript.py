@@ -16,7 +16,7 @@ _THINK_BLOCK = re.compile(
 # Group-chat attribution written by the gateway: "[Alice] text" (SPEC 3).
 _SPEAKER = re.compile(r"^\[(?P<name>[^\[\]\n]{1,64})\][ \t]+")
 # A name is at most 64 characters, so its closing bracket is within this many.
-SPEAKER_END = 66
+_SPEAKER_END = 66
 _ISO_DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
 # Bracketed labels that start a message but are not people.
 _EPOCH_MS_THRESHOLD = 100_000_000_000
@@ -77,7 +77,7 @@ def speaker_of_opening(text: str, seen: dict[str, str | None]) -> str | None:
     it: `seen` remembers each opening, and a chat has few."""
     if text[:1] != "[":
         return None
-    close = text.find("]", 1, SPEAKER_END)
+    close = text.find("]", 1, _SPEAKER_END)
     if close < 0:
         return speaker_of(text)
     opening = text[: close + 2]
