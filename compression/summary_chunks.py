@@ -59,8 +59,8 @@ class SummaryView:
 def summary_view(
     turns: Sequence[Mapping[str, Any]], hints: Sequence[int | None] | None = None
 ) -> SummaryView:
-    """One pass over the span; `hints[i]` may vouch that turn i's text needs no redaction
-    (SUMMARY_CLEAN), so its gate is not run again."""
+    """One pass over the span; `hints[i]` may vouch that turn i is shown as it is
+    (SHOWN_AS_IS: no copy) or that its text needs no redaction (SUMMARY_CLEAN: no gate)."""
     prepared: list[Mapping[str, Any]] = []
     sizes: list[int] = []
     names: list[str | None] = []
