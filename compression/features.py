@@ -11,6 +11,8 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 
+from ahocorasick_rs import MATCHKIND_STANDARD, AhoCorasick, BytesAhoCorasick, Implementation
+
 from compression.line_subjects import (
     SUBJECT_SCAN_CHARS,
     FeatureKind,
@@ -129,6 +131,25 @@ _COPULA_WORDS = frozenset({"is", "are", "was", "were", "be", "been", "changed", 
                            "moves", "set", "becomes", "equals"})  # fmt: skip
 COPULA_HEAD_WORDS = 16
 _FILE_EXTENSION = re.compile(rf"\.(?:{FILE_EXTENSIONS})\b")
+# may_weigh()'s markers by what finding one means: a value or a standing rule (the line may
+# weigh 3), a "remember" marker (2), or a weekday's "day" (the 1 that makes a marker's 2 a 3).
+_STRONG, _KEEP, _DAY = range(3)
+_MARKERS_BY_KIND = (
+    (_STRONG, (":", "$", *"0123456789", "://", ".example", *_CURRENCIES, *_NORMATIVE)),
+    (_KEEP, _KEEP_MARKERS),
+    (_DAY, ("day",)),
+)
+_MARKER_KINDS = tuple(kind for kind, markers in _MARKERS_BY_KIND for _ in markers)
+_WEIGHT_MARKERS = AhoCorasick(
+    [marker for _, markers in _MARKERS_BY_KIND for marker in markers],
+    matchkind=MATCHKIND_STANDARD,
+    implementation=Implementation.DFA,
+)
+_ASCII_WEIGHT_MARKERS = BytesAhoCorasick(
+    [marker.encode() for _, markers in _MARKERS_BY_KIND for marker in markers],
+    matchkind=MATCHKIND_STANDARD,
+    implementation=Implementation.DFA,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -314,17 +335,25 @@ def text_weight(text: str) -> int:
 def may_weigh(text: str, minimum: int) -> bool:
     """False when no line of `text` can reach `text_weight` >= `minimum` (2 or more): without
     a digit, link, file, currency, label or marker every line weighs at most a weekday's 1."""
-    if minimum <= 1 or ":" in text or "$" in text or has_digit(text):
+    if minimum <= 1:
         return True
-    if "://" in text or ".example" in text or ("." in text and _FILE_EXTENSION.search(text)):
+    # One automaton pass over the lowered text for every marker, instead of a scan per marker
+    # (a superset of what the exact tests find, which is all a gate needs); overlapping, so
+    # that no marker hides another. ASCII text is lowered and searched as bytes: cheaper.
+    ascii = text.isascii()
+    found = (
+        _ASCII_WEIGHT_MARKERS.find_matches_as_indexes(text.encode().lower(), True)
+        if ascii
+        else _WEIGHT_MARKERS.find_matches_as_indexes(text.lower(), True)
+    )
+    kinds = {_MARKER_KINDS[m[0]] for m in found}
+    if _STRONG in kinds:
         return True
-    if not text.isascii() and any(map(text.__contains__, _CURRENCIES)):
+    if "." in text and _FILE_EXTENSION.search(text):
         return True
-    lowered = text.lower()
-    normative = any(map(lowered.__contains__, _NORMATIVE))
-    if minimum >= 3 and not normative and "day" not in lowered:
-        return False  # a "remember" marker alone weighs 2; only a weekday could add the third
-    return normative or any(map(lowered.__contains__, _KEEP_MARKERS))
+    if not ascii and has_digit(text):  # digits of other scripts
+        return True
+    return _KEEP in kinds and (minimum < 3 or _DAY in kinds)
 
 
 def _strip_opening(text: str) -> str:

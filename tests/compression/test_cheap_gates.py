@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 import pytest
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from compression.features import may_weigh, text_weight
@@ -39,6 +39,41 @@ def test_may_weigh_never_hides_a_weight(words: list[str]) -> None:
     for minimum in (2, 3):
         if text_weight(text) >= minimum:
             assert may_weigh(text, minimum)
+
+
+def _scanned_may_weigh(text: str, minimum: int) -> bool:
+    """may_weigh() spelled out one substring test per marker: what its automaton stands for."""
+    from compression.features import _CURRENCIES, _FILE_EXTENSION, _KEEP_MARKERS, _NORMATIVE
+
+    if minimum <= 1 or ":" in text or "$" in text or has_digit(text):
+        return True
+    if "://" in text or ".example" in text or _FILE_EXTENSION.search(text):
+        return True
+    if any(currency in text for currency in _CURRENCIES):
+        return True
+    lowered = text.lower()
+    if any(marker in lowered for marker in _NORMATIVE):
+        return True
+    keep = any(marker in lowered for marker in _KEEP_MARKERS)
+    return keep and (minimum < 3 or "day" in lowered)
+
+
+# Markers, their overlaps ("keep in minday": a weekday's "day" inside another marker), other
+# cases and scripts (the Kelvin sign lowers to "k", "٣" is a digit).
+_PIECES = [
+    *("for the record", "Keep In Mind", "keep in min", "ay", "from now on", "MANDATORY"),
+    *("day", "Thurs", "codename", "\u212aeep in mind", "٣", "7", ":", "/", "$", "€", "."),
+    *("example", "py", "a", " ", "\n", "don't forget", "remember this", "in this chat"),
+]
+
+
+@given(st.lists(st.sampled_from(_PIECES), max_size=12), st.sampled_from([2, 3]))
+@example(["keep in min", "day"], 3)
+@example(["\u212aeep in mind"], 2)
+def test_may_weigh_passes_every_text_the_marker_scans_pass(pieces: list[str], minimum: int) -> None:
+    text = "".join(pieces)
+    if _scanned_may_weigh(text, minimum):
+        assert may_weigh(text, minimum)
 
 
 @given(
