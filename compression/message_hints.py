@@ -69,6 +69,17 @@ def message_hints(message: Mapping[str, Any]) -> int:
     return hints
 
 
+def shown_as_is(message: Mapping[str, Any]) -> bool:
+    """SHOWN_AS_IS tested on the message itself, for one given without hints (a user's line,
+    or a reply holding no "<" that strip_think() could cut)."""
+    content, role = message.get("content"), message.get("role")
+    if type(content) is not str or not (
+        role == "user" or (role == "assistant" and "<" not in content)
+    ):
+        return False
+    return _shown_as_is(message, content) and redact(content) == content
+
+
 def _shown_as_is(message: Mapping[str, Any], view: str) -> bool:
     content = message.get("content")
     return (

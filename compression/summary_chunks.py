@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from compression.message_hints import CALLS_CLEAN, SHOWN_AS_IS, SUMMARY_CLEAN
+from compression.message_hints import CALLS_CLEAN, SHOWN_AS_IS, SUMMARY_CLEAN, shown_as_is
 from compression.redact import redact
 from compression.summary_input import (
     BODY_LIMIT_CHARS,
@@ -60,7 +60,8 @@ def summary_view(
     turns: Sequence[Mapping[str, Any]], hints: Sequence[int | None] | None = None
 ) -> SummaryView:
     """One pass over the span; `hints[i]` may vouch that turn i is shown as it is
-    (SHOWN_AS_IS: no copy) or that its text needs no redaction (SUMMARY_CLEAN: no gate)."""
+    (SHOWN_AS_IS: no copy; tested here without hints) or that its text needs no redaction
+    (SUMMARY_CLEAN: no gate)."""
     prepared: list[Mapping[str, Any]] = []
     sizes: list[int] = []
     names: list[str | None] = []
@@ -72,7 +73,7 @@ def summary_view(
     for message, hint in zip(turns, known, strict=True):
         # Inline, the common turn: a chat line shown as it is (no copy: nothing of the
         # summarizer's changes it); anything else takes the general path.
-        if hint is not None and hint & SHOWN_AS_IS:
+        if (hint & SHOWN_AS_IS) if hint is not None else shown_as_is(message):
             content = message["content"]
             add_turn(message)
             chars += len(content)

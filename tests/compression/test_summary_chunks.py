@@ -109,14 +109,26 @@ def test_hints_vouch_only_for_what_holds() -> None:
     secret = message_hints({"role": "user", "content": f"[Bob] key {SECRETS['openai']}"})
     assert not secret & SUMMARY_CLEAN and not secret & SHOWN_AS_IS
     # The summarizer's copy differs from each of these: they are copied, not shown as they are.
-    for changed in [
+    changes: list[dict[str, Any]] = [
         {"role": "user", "content": " [Alice] padded "},
         {"role": "assistant", "content": "<think>plan</think>The answer."},
         {"role": "assistant", "content": "x" * (BODY_LIMIT_CHARS + 1)},
         {"role": "user", "content": [{"type": "text", "text": "parts"}]},
         {"role": "assistant", "content": "calling", "tool_calls": []},
-    ]:
+    ]
+    for changed in changes:
         assert not message_hints(changed) & SHOWN_AS_IS, changed
+    # Without hints the view tests the same: a chat line shown as it is goes in uncopied.
+    from compression.message_hints import shown_as_is
+    from compression.summary_chunks import summary_view
+
+    plain = {"role": "user", "content": "[Alice] see you"}
+    reply = {"role": "assistant", "content": "Noted, see you then."}
+    view = summary_view([plain, reply])
+    assert view.turns[0] is plain and view.turns[1] is reply
+    for message in [{"role": "user", "content": f"[Bob] key {SECRETS['openai']}"}, *changes]:
+        assert not shown_as_is(message), message
+        assert summary_view([message]).turns[0] is not message
     value = message_hints({"role": "user", "content": "[Ana] The budget is $5,000."})
     assert not value & FEATURELESS and not value & SHOWN_FEATURELESS
     call = {
