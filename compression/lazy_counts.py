@@ -107,6 +107,29 @@ class LazyCounts(Sequence[int]):
             estimate = self._estimates[index] = _estimated(self._chars_at(index), role, densities)
         return estimate
 
+    def range_total(self, start: int, end: int, densities: Densities, skip: set[int]) -> int:
+        """`known_or_estimated` summed over `start..end` but `skip`, in one pass: the middle
+        of a long chat is estimated here, message by message."""
+        counts, estimates, messages = self._counts, self._estimates, self._messages
+        total = 0
+        for index in range(start, end):
+            if index in skip:
+                continue
+            count = counts[index]
+            if count is None:
+                count = estimates.get(index)
+            if count is None:
+                message = messages[index]
+                content = message.get("content")
+                # Inline, the common message: a chat line, its content all it holds.
+                if len(message) == 2 and type(content) is str and "role" in message:
+                    chars = self._message_chars[index] = len(content)
+                else:
+                    chars = self._chars_at(index)
+                count = estimates[index] = _estimated(chars, message.get("role"), densities)
+            total += count
+        return total
+
     def estimated_total(self) -> int:
         """Counted messages as counted, the others estimated (at `densities()` where no
         estimate was made yet): sums in C over what the call already holds."""

@@ -80,13 +80,9 @@ def summarised_tokens(
     if isinstance(counts, LazyCounts):
         counts.sample(start, end)
         densities = counts.densities()
-        again = set(estimated)
-        return sum(
-            estimated_count(messages[i], densities)
-            if i in again
-            else counts.known_or_estimated(i, densities)
-            for i in range(start, end)
-        )
+        again = {i for i in estimated if start <= i < end}
+        total = counts.range_total(start, end, densities, again)
+        return total + sum(estimated_count(messages[i], densities) for i in again)
     total = sum(counts[start:end])
     densities = {"": chars_per_token}
     for index in estimated:

@@ -175,6 +175,22 @@ def test_a_message_estimated_then_counted_is_summed_once() -> None:
     assert lazy[:] == _stored_counts(chat) and lazy.exact_total() == sum(_stored_counts(chat))
 
 
+def test_a_range_is_summed_as_message_by_message() -> None:
+    from compression.lazy_counts import LazyCounts
+
+    chat = _chat()
+    counter = TokenCounter(None, cache_entries=0)
+    one, other = (LazyCounts(chat, lambda i: counter.count_message(chat[i])) for _ in "ab")
+    for lazy in (one, other):
+        lazy[2], lazy[len(chat) - 1]
+    densities = one.densities()
+    skip = {4, 5}
+    start, end = 1, len(chat) - 1
+    expected = sum(one.known_or_estimated(i, densities) for i in range(start, end) if i not in skip)
+    assert other.range_total(start, end, densities, skip) == expected
+    assert other.estimated_total() == one.estimated_total()  # the same estimates were kept
+
+
 @pytest.mark.parametrize("seed", (1, 2, 3, 4, 5))
 @pytest.mark.parametrize("carrying_a_summary", (False, True))
 async def test_without_counts_the_same_messages_are_kept(
