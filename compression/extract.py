@@ -55,12 +55,14 @@ def extract_update(
     min_weight: int = 0,
     empty: Sequence[bool] | None = None,
     speakers: Sequence[str] = (),
+    all_named: bool = False,
 ) -> MemoryUpdate:
     """Entries for `turns` (redacted here); `ids` and `times` are their sources, one per turn.
 
     `min_weight` > 1: only lines that could weigh that much are read for candidates.
     `empty[i]` True: turn i is known to have no features (`read_features` is NO_FEATURES).
-    `speakers`: names known to take part besides those of `turns` (who an action can be for)."""
+    `speakers`: names known to take part besides those of `turns` (who an action can be for);
+    `all_named`: they hold every speaker of `turns`, so a turn known to hold nothing is not read."""
     names: dict[str, None] = dict.fromkeys(speakers)
     found_in: list[tuple[Candidate, str, str | None, tuple[str, ...]]] = []
     additions: list[MemoryEntry] = []
@@ -87,10 +89,11 @@ def extract_update(
             # Known to hold nothing: only who spoke counts, and a user's text once it is
             # known to be the span's last ask (read at the end).
             if role == "user":
-                text = _readable(content_text(turn.get("content")))
-                name = speaker_of_opening(text.lstrip(), openings)
-                if name:
-                    names.setdefault(name)
+                if not all_named:
+                    text = _readable(content_text(turn.get("content")))
+                    name = speaker_of_opening(text.lstrip(), openings)
+                    if name:
+                        names.setdefault(name)
                 unread.append((turn, source, at))
             continue
         text, name = read_turn(turn)

@@ -272,9 +272,10 @@ def _backup_candidates(
         turns = [chunk.turns[i] for i in read]
         ids = [chunk.ids[i] for i in read]
         times = [chunk.times[i] for i in read]
-    # The chunk's participants: who an action can be for, as if every turn had been read.
+    # The chunk's participants: who an action can be for, as if every turn had been read (its
+    # view named every speaker of its turns).
     extracted = extract_update(
-        turns, ids, times, today=today, min_weight=BACKUP_MIN_WEIGHT, speakers=names
+        turns, ids, times, today=today, min_weight=BACKUP_MIN_WEIGHT, speakers=names, all_named=True
     )
     return extracted.additions
 

@@ -101,3 +101,31 @@ async def test_a_long_chatter_span_gives_a_small_memory_and_nothing_outlives_the
     retained = tracemalloc.get_traced_memory()[0] - base
     tracemalloc.stop()
     assert retained < 200_000  # no per-call memo or copy survives the call
+
+
+def test_a_chunk_named_by_its_view_reads_the_same_without_its_openings() -> None:
+    from compression.redact import redaction_memo
+    from compression.summary_chunks import summary_chunks
+    from tests.compression.seeded_chats import seeded_chat
+
+    for seed in (1, 2, 3):
+        with redaction_memo():
+            chunks = summary_chunks(seeded_chat(seed), 4_000)
+        for chunk in chunks:
+            ids = [f"m{i}" for i in range(len(chunk.turns))]
+            read = [
+                extract_update(
+                    chunk.turns,
+                    ids,
+                    [None] * len(ids),
+                    today=TODAY,
+                    min_weight=3,
+                    speakers=chunk.participants,
+                    all_named=all_named,
+                )
+                for all_named in (False, True)
+            ]
+            assert read[0] == read[1]
+            assert {e.text for e in read[1].additions if e.kind == "participant"} == set(
+                chunk.participants
+            )
