@@ -342,18 +342,16 @@ def may_weigh(text: str, minimum: int) -> bool:
     # that no marker hides another. ASCII text is lowered and searched as bytes: cheaper.
     ascii = text.isascii()
     found = (
-        _ASCII_WEIGHT_MARKERS.find_matches_as_indexes(text.encode().lower(), True)
+        _ASCII_WEIGHT_MARKERS.find_matches_as_indexes(text.lower().encode(), True)
         if ascii
         else _WEIGHT_MARKERS.find_matches_as_indexes(text.lower(), True)
     )
+    if ("." in text and _FILE_EXTENSION.search(text)) or (not ascii and has_digit(text)):
+        return True  # a file name, or digits of other scripts
+    if not found:
+        return False
     kinds = {_MARKER_KINDS[m[0]] for m in found}
-    if _STRONG in kinds:
-        return True
-    if "." in text and _FILE_EXTENSION.search(text):
-        return True
-    if not ascii and has_digit(text):  # digits of other scripts
-        return True
-    return _KEEP in kinds and (minimum < 3 or _DAY in kinds)
+    return _STRONG in kinds or (_KEEP in kinds and (minimum < 3 or _DAY in kinds))
 
 
 def _strip_opening(text: str) -> str:
