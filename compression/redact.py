@@ -269,24 +269,18 @@ def redaction_memo() -> Iterator[None]:
 
 def redact(text: str) -> str:
     """`text` with every recognised secret replaced by [REDACTED]."""
-    if not text:
+    # The gate first: a clean text (most of them) is neither hashed nor remembered; storing
+    # each one costs more than gating again the few a call reads twice.
+    if not text or not _may_hold_secret(text):
         return text
     memo = _memo.get()
     if memo is None:
-        return _redact(text)
+        return _substituted(text)
     done = memo.get(text)
     if done is None:
-        # A clean text (most of them) is not remembered: storing each one costs more than
-        # gating again the few a call reads twice.
-        if not _may_hold_secret(text):
-            return text
         done = memo[text] = _substituted(text)
         memo.setdefault(done, done)  # redaction is idempotent: its output needs no second pass
     return done
-
-
-def _redact(text: str) -> str:
-    return _substituted(text) if _may_hold_secret(text) else text
 
 
 def _substituted(text: str) -> str:
