@@ -33,6 +33,8 @@ OPEN_QUESTIONS_PER_SPAN = 5
 DONE_TOOL_CALLS_PER_SPAN = 16
 LATEST_ASK_MAX_CHARS = 600
 ASSISTANT_MIN_WEIGHT = 3
+# What a line must weigh for the backup of exact values to keep it (fold._backup).
+BACKUP_MIN_WEIGHT = 3
 REDACTED_CACHE_TEXTS = 65_536
 READ_LIMIT_CHARS, READ_HEAD_CHARS, READ_TAIL_CHARS = 6_000, 4_000, 1_500
 LATEST_ASK_SUBJECT = "latest ask"
@@ -180,6 +182,16 @@ def _last_unread_ask(
         if text.strip():
             return text, name or "user", turn, source, at
     return None
+
+
+def too_light_for_backup(turn: Mapping[str, Any]) -> bool:
+    """The backup of exact values reads nothing in this user or assistant turn: no tool call,
+    and no line of its text can weigh BACKUP_MIN_WEIGHT."""
+    return (
+        turn.get("role") in ("user", "assistant")
+        and not turn.get("tool_calls")
+        and _cannot_weigh(turn.get("content"), BACKUP_MIN_WEIGHT)
+    )
 
 
 def _cannot_weigh(content: Any, min_weight: int) -> bool:

@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from compression.extract import extract_update
+from compression.extract import BACKUP_MIN_WEIGHT, extract_update
 from compression.features import text_weight
 from compression.memory import (
     Memory,
@@ -25,7 +25,7 @@ from compression.memory import (
     norm_subject,
 )
 from compression.memory_format import format_current, parse_reply
-from compression.message_hints import FEATURELESS, SHOWN_FEATURELESS, hinted
+from compression.message_hints import FEATURELESS, SHOWN_FEATURELESS, SHOWN_LIGHT, hinted
 from compression.redact import redact
 from compression.result import Outcome
 from compression.state import CooldownCause
@@ -50,7 +50,6 @@ NETWORK_ERRORS: tuple[type[BaseException], ...] = (
 ERROR_TEXT_CHARS = 200
 # What the extractor backs up behind a summarizer: exact values (text_weight >= 3) of these.
 BACKED_UP_KINDS = frozenset({"rule", "decision", "fact", "preference", "action"})
-BACKUP_MIN_WEIGHT = 3
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,14 +74,14 @@ class Span:
         """The summarizer's chunks of this span (`view`: its summary_view, if made already),
         each with the participants it shows."""
         view = view or summary_view(self.turns, self.hints)
-        hints = self.hints
+        hints = list(view.hints)  # the caller's, or what the view found out without them
         return [
             (
                 Span(
                     c.turns,
                     self.ids[c.start : c.end],
                     self.times[c.start : c.end],
-                    None if hints is None else hints[c.start : c.end],
+                    hints[c.start : c.end],
                     shown=True,
                 ),
                 c.participants,
@@ -98,10 +97,12 @@ class Span:
         return [hint is not None and bool(hint & bit) for hint in self.hints]
 
     def readable(self) -> list[int] | None:
-        """The indices of the turns the hints do not show to be featureless."""
+        """The indices of the turns the backup of exact values reads: those the hints do not
+        show to be featureless, or (the summarizer's view) too light to back up."""
         if self.hints is None:
             return None
-        return hinted(self.hints, self._featureless_bit, clear=True)
+        light = SHOWN_LIGHT if self.shown else 0
+        return hinted(self.hints, self._featureless_bit | light, clear=True)
 
     @property
     def _featureless_bit(self) -> int:

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, cast
 
-from compression.extract import read_features
+from compression.extract import read_features, too_light_for_backup
 from compression.features import Features
 from compression.messages import is_summary_message
 from compression.redact import redact, redact_value
@@ -34,6 +34,8 @@ CALLS_CLEAN = 32
 # A user or assistant chat line the summarizer is shown as it is: a string that nothing
 # strips, redacts or cuts, and no tool calls (its copy would be the message itself).
 SHOWN_AS_IS = 64
+# The backup of exact values reads nothing in the summarizer's copy (extract.too_light_for_backup).
+SHOWN_LIGHT = 128
 
 
 class HintsError(ValueError):
@@ -64,8 +66,11 @@ def message_hints(message: Mapping[str, Any]) -> int:
     shown = truncate_body(redacted)
     # Most copies are the text itself (nothing redacted, cut or stripped): read once.
     same = shown == text and type(message.get("content")) is str
-    if featureless if same else _empty(read_features({**message, "content": shown})):
+    copy = message if same else {**message, "content": shown}
+    if featureless if same else _empty(read_features(copy)):
         hints |= SHOWN_FEATURELESS
+    if too_light_for_backup(copy):
+        hints |= SHOWN_LIGHT
     return hints
 
 

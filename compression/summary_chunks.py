@@ -11,7 +11,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from compression.message_hints import CALLS_CLEAN, SHOWN_AS_IS, SUMMARY_CLEAN, shown_as_is
+from compression.extract import too_light_for_backup
+from compression.message_hints import (
+    CALLS_CLEAN,
+    SHOWN_AS_IS,
+    SHOWN_LIGHT,
+    SUMMARY_CLEAN,
+    shown_as_is,
+)
 from compression.redact import redact
 from compression.summary_input import (
     BODY_LIMIT_CHARS,
@@ -54,6 +61,8 @@ class SummaryView:
     sizes: list[int]
     speakers: list[str | None]
     chars: int
+    # Per turn: the caller's hints, or without them what the view found (SHOWN_LIGHT).
+    hints: Sequence[int | None]
 
 
 def summary_view(
@@ -96,7 +105,9 @@ def summary_view(
         add_size(size)
         add_name(speaker)
         chars += length
-    return SummaryView(prepared, sizes, names, chars)
+    if hints is None:  # the backup of exact values then skips these turns as stored hints let it
+        hints = [SHOWN_LIGHT if too_light_for_backup(turn) else 0 for turn in prepared]
+    return SummaryView(prepared, sizes, names, chars, hints)
 
 
 def view_chunks(view: SummaryView, max_chars: int) -> list[Chunk]:

@@ -96,6 +96,7 @@ def test_hints_vouch_only_for_what_holds() -> None:
         PLAIN,
         SHOWN_AS_IS,
         SHOWN_FEATURELESS,
+        SHOWN_LIGHT,
         SUMMARY_CLEAN,
         TOOL_MESSAGE,
     )
@@ -104,7 +105,13 @@ def test_hints_vouch_only_for_what_holds() -> None:
 
     chatter = message_hints({"role": "user", "content": "[Alice] see you"})
     assert chatter == (
-        SUMMARY_CLEAN | PLAIN | FEATURELESS | SHOWN_FEATURELESS | CALLS_CLEAN | SHOWN_AS_IS
+        SUMMARY_CLEAN
+        | PLAIN
+        | FEATURELESS
+        | SHOWN_FEATURELESS
+        | CALLS_CLEAN
+        | SHOWN_AS_IS
+        | SHOWN_LIGHT
     )
     secret = message_hints({"role": "user", "content": f"[Bob] key {SECRETS['openai']}"})
     assert not secret & SUMMARY_CLEAN and not secret & SHOWN_AS_IS
@@ -130,7 +137,10 @@ def test_hints_vouch_only_for_what_holds() -> None:
         assert not shown_as_is(message), message
         assert summary_view([message]).turns[0] is not message
     value = message_hints({"role": "user", "content": "[Ana] The budget is $5,000."})
-    assert not value & FEATURELESS and not value & SHOWN_FEATURELESS
+    assert not value & FEATURELESS and not value & SHOWN_FEATURELESS and not value & SHOWN_LIGHT
+    # A question has features, yet nothing the backup of exact values keeps.
+    question = message_hints({"role": "user", "content": "[Bob] where do we meet?"})
+    assert not question & SHOWN_FEATURELESS and question & SHOWN_LIGHT
     call = {
         "id": "c1",
         "function": {"name": "f", "arguments": f'{{"token": "{SECRETS["openai"]}"}}'},
