@@ -332,9 +332,10 @@ def text_weight(text: str) -> int:
     )
 
 
-def may_weigh(text: str, minimum: int) -> bool:
+def may_weigh(text: str, minimum: int, lowered: str | None = None) -> bool:
     """False when no line of `text` can reach `text_weight` >= `minimum` (2 or more): without
-    a digit, link, file, currency, label or marker every line weighs at most a weekday's 1."""
+    a digit, link, file, currency, label or marker every line weighs at most a weekday's 1.
+    `lowered`: `text.lower()`, if the caller has it."""
     if minimum <= 1:
         return True
     # One automaton pass over the lowered text for every marker, instead of a scan per marker
@@ -342,9 +343,9 @@ def may_weigh(text: str, minimum: int) -> bool:
     # that no marker hides another. ASCII text is lowered and searched as bytes: cheaper.
     ascii = text.isascii()
     found = (
-        _ASCII_WEIGHT_MARKERS.find_matches_as_indexes(text.lower().encode(), True)
+        _ASCII_WEIGHT_MARKERS.find_matches_as_indexes((lowered or text.lower()).encode(), True)
         if ascii
-        else _WEIGHT_MARKERS.find_matches_as_indexes(text.lower(), True)
+        else _WEIGHT_MARKERS.find_matches_as_indexes(lowered or text.lower(), True)
     )
     if ("." in text and _FILE_EXTENSION.search(text)) or (not ascii and has_digit(text)):
         return True  # a file name, or digits of other scripts

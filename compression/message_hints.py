@@ -12,10 +12,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, cast
 
-from compression.extract import read_features, too_light_for_backup
-from compression.features import Features
+from compression.extract import BACKUP_MIN_WEIGHT, read_features, too_light_for_backup
+from compression.features import Features, may_weigh
 from compression.messages import is_summary_message
-from compression.redact import redact, redact_value
+from compression.redact import may_hold_secret, redact, redact_value
 from compression.summary_input import BODY_LIMIT_CHARS, truncate_body
 from compression.transcript import content_text, strip_think
 
@@ -74,15 +74,23 @@ def message_hints(message: Mapping[str, Any]) -> int:
     return hints
 
 
-def shown_as_is(message: Mapping[str, Any]) -> bool:
-    """SHOWN_AS_IS tested on the message itself, for one given without hints (a user's line,
-    or a reply holding no "<" that strip_think() could cut)."""
+def view_hint(message: Mapping[str, Any]) -> int | None:
+    """What the summarizer's view learns of a message given without hints, from one lowered
+    copy of its text: a chat line shown as it is is SHOWN_AS_IS and SUMMARY_CLEAN, and
+    SHOWN_LIGHT when the backup reads nothing in it; None for any other message."""
     content, role = message.get("content"), message.get("role")
-    if type(content) is not str or not (
-        role == "user" or (role == "assistant" and "<" not in content)
+    if not (
+        type(content) is str
+        and (role == "user" or (role == "assistant" and "<" not in content))
+        and _shown_as_is(message, content)
     ):
-        return False
-    return _shown_as_is(message, content) and redact(content) == content
+        return None
+    lowered = content.lower() if content.isascii() else None  # what both gates read
+    if content and may_hold_secret(content, lowered) and redact(content) != content:
+        return None
+    # too_light_for_backup() of a line shown as it is (no calls, within the read limit).
+    light = "<" not in content and not may_weigh(content, BACKUP_MIN_WEIGHT, lowered)
+    return SHOWN_AS_IS | SUMMARY_CLEAN | (SHOWN_LIGHT if light else 0)
 
 
 def _shown_as_is(message: Mapping[str, Any], view: str) -> bool:

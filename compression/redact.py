@@ -219,11 +219,12 @@ _DOT_GATE = re.compile(r"\.[A-Za-z0-9_-]")
 _DOT_LITERALS = ("SG.", "ya29.", ".eyJ")
 
 
-def _may_hold_secret(text: str) -> bool:
-    """False when no rule's gate passes: the text is returned as it is, without any regex run."""
+def may_hold_secret(text: str, lowered: str | None = None) -> bool:
+    """False when no rule's gate passes: redact() returns the text as it is, without any regex
+    run. `lowered`: `text.lower()` of an ASCII text, if the caller has it."""
     if ("A" in text or "S" in text) and any(map(text.__contains__, _CAPITAL_LITERALS)):
         return True
-    lower = _lowered(text)
+    lower = _lowered(text) if lowered is None else lowered
     if (
         "bearer" in lower
         or "aws" in lower
@@ -271,7 +272,7 @@ def redact(text: str) -> str:
     """`text` with every recognised secret replaced by [REDACTED]."""
     # The gate first: a clean text (most of them) is neither hashed nor remembered; storing
     # each one costs more than gating again the few a call reads twice.
-    if not text or not _may_hold_secret(text):
+    if not text or not may_hold_secret(text):
         return text
     memo = _memo.get()
     if memo is None:

@@ -17,7 +17,7 @@ from compression.message_hints import (
     SHOWN_AS_IS,
     SHOWN_LIGHT,
     SUMMARY_CLEAN,
-    shown_as_is,
+    view_hint,
 )
 from compression.redact import redact
 from compression.summary_input import (
@@ -69,8 +69,8 @@ def summary_view(
     turns: Sequence[Mapping[str, Any]], hints: Sequence[int | None] | None = None
 ) -> SummaryView:
     """One pass over the span; `hints[i]` may vouch that turn i is shown as it is
-    (SHOWN_AS_IS: no copy; tested here without hints) or that its text needs no redaction
-    (SUMMARY_CLEAN: no gate)."""
+    (SHOWN_AS_IS: no copy) or that its text needs no redaction (SUMMARY_CLEAN: no gate).
+    Without hints, `view_hint()` finds out as much of each turn."""
     prepared: list[Mapping[str, Any]] = []
     sizes: list[int] = []
     names: list[str | None] = []
@@ -78,11 +78,11 @@ def summary_view(
     chars = 0
     # Bound once: this loop runs once per message of the span.
     add_turn, add_size, add_name = prepared.append, sizes.append, names.append
-    known = [None] * len(turns) if hints is None else hints
+    known = list(map(view_hint, turns)) if hints is None else hints
     for message, hint in zip(turns, known, strict=True):
         # Inline, the common turn: a chat line shown as it is (no copy: nothing of the
         # summarizer's changes it); anything else takes the general path.
-        if (hint & SHOWN_AS_IS) if hint is not None else shown_as_is(message):
+        if hint is not None and hint & SHOWN_AS_IS:
             content = message["content"]
             add_turn(message)
             chars += len(content)
@@ -105,8 +105,11 @@ def summary_view(
         add_size(size)
         add_name(speaker)
         chars += length
-    if hints is None:  # the backup of exact values then skips these turns as stored hints let it
-        hints = [SHOWN_LIGHT if too_light_for_backup(turn) else 0 for turn in prepared]
+    if hints is None:  # the backup of exact values then skips light turns as stored hints let it
+        hints = [
+            (SHOWN_LIGHT if too_light_for_backup(turn) else 0) if hint is None else hint
+            for hint, turn in zip(known, prepared, strict=True)
+        ]
     return SummaryView(prepared, sizes, names, chars, hints)
 
 

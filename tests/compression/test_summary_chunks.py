@@ -126,7 +126,7 @@ def test_hints_vouch_only_for_what_holds() -> None:
     for changed in changes:
         assert not message_hints(changed) & SHOWN_AS_IS, changed
     # Without hints the view tests the same: a chat line shown as it is goes in uncopied.
-    from compression.message_hints import shown_as_is
+    from compression.message_hints import view_hint
     from compression.summary_chunks import summary_view
 
     plain = {"role": "user", "content": "[Alice] see you"}
@@ -134,7 +134,7 @@ def test_hints_vouch_only_for_what_holds() -> None:
     view = summary_view([plain, reply])
     assert view.turns[0] is plain and view.turns[1] is reply
     for message in [{"role": "user", "content": f"[Bob] key {SECRETS['openai']}"}, *changes]:
-        assert not shown_as_is(message), message
+        assert view_hint(message) is None, message
         assert summary_view([message]).turns[0] is not message
     value = message_hints({"role": "user", "content": "[Ana] The budget is $5,000."})
     assert not value & FEATURELESS and not value & SHOWN_FEATURELESS and not value & SHOWN_LIGHT
@@ -166,3 +166,19 @@ def test_the_shown_copy_is_read_once_only_when_it_is_the_text(seed: int) -> None
         features = read_features(shown)
         featureless = not (features.candidates or features.links or features.questions)
         assert bool(message_hints(message) & SHOWN_FEATURELESS) == featureless
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_the_view_finds_out_no_more_than_stored_hints_vouch_for(seed: int) -> None:
+    from compression.message_hints import SHOWN_AS_IS, SHOWN_LIGHT, view_hint
+
+    found = 0
+    for message in seeded_chat(seed):
+        hint, stored = view_hint(message), message_hints(message)
+        if hint is not None:
+            assert hint & ~stored == 0, message
+            assert hint & SHOWN_LIGHT == stored & SHOWN_LIGHT, message
+            found += 1
+        else:
+            assert not stored & SHOWN_AS_IS or "<" in str(message.get("content")), message
+    assert found > 0
