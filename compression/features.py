@@ -11,7 +11,7 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 
-from ahocorasick_rs import MATCHKIND_STANDARD, AhoCorasick, BytesAhoCorasick, Implementation
+from ahocorasick_rs import MATCHKIND_STANDARD, BytesAhoCorasick, Implementation
 
 from compression.line_subjects import (
     SUBJECT_SCAN_CHARS,
@@ -140,12 +140,7 @@ _MARKERS_BY_KIND = (
     (_DAY, ("day",)),
 )
 _MARKER_KINDS = tuple(kind for kind, markers in _MARKERS_BY_KIND for _ in markers)
-_WEIGHT_MARKERS = AhoCorasick(
-    [marker for _, markers in _MARKERS_BY_KIND for marker in markers],
-    matchkind=MATCHKIND_STANDARD,
-    implementation=Implementation.DFA,
-)
-_ASCII_WEIGHT_MARKERS = BytesAhoCorasick(
+_WEIGHT_MARKERS = BytesAhoCorasick(
     [marker.encode() for _, markers in _MARKERS_BY_KIND for marker in markers],
     matchkind=MATCHKIND_STANDARD,
     implementation=Implementation.DFA,
@@ -340,13 +335,12 @@ def may_weigh(text: str, minimum: int, lowered: str | None = None) -> bool:
         return True
     # One automaton pass over the lowered text for every marker, instead of a scan per marker
     # (a superset of what the exact tests find, which is all a gate needs); overlapping, so
-    # that no marker hides another. ASCII text is lowered and searched as bytes: cheaper.
-    ascii = text.isascii()
-    found = (
-        _ASCII_WEIGHT_MARKERS.find_matches_as_indexes((lowered or text.lower()).encode(), True)
-        if ascii
-        else _WEIGHT_MARKERS.find_matches_as_indexes(lowered or text.lower(), True)
+    # that no marker hides another. Searched as UTF-8, in which a marker's bytes occur only
+    # where its characters do; "surrogatepass" takes a lone surrogate too, which no marker holds.
+    found = _WEIGHT_MARKERS.find_matches_as_indexes(
+        (lowered or text.lower()).encode("utf-8", "surrogatepass"), True
     )
+    ascii = text.isascii()
     if ("." in text and _FILE_EXTENSION.search(text)) or (not ascii and has_digit(text)):
         return True  # a file name, or digits of other scripts
     if not found:

@@ -59,17 +59,19 @@ def _scanned_may_weigh(text: str, minimum: int) -> bool:
 
 
 # Markers, their overlaps ("keep in minday": a weekday's "day" inside another marker), other
-# cases and scripts (the Kelvin sign lowers to "k", "٣" is a digit).
+# cases and scripts (the Kelvin sign lowers to "k", "٣" is a digit), and a lone surrogate.
 _PIECES = [
     *("for the record", "Keep In Mind", "keep in min", "ay", "from now on", "MANDATORY"),
     *("day", "Thurs", "codename", "\u212aeep in mind", "٣", "7", ":", "/", "$", "€", "."),
     *("example", "py", "a", " ", "\n", "don't forget", "remember this", "in this chat"),
+    "\ud83d",  # a lone surrogate, as JSON can carry one
 ]
 
 
 @given(st.lists(st.sampled_from(_PIECES), max_size=12), st.sampled_from([2, 3]))
 @example(["keep in min", "day"], 3)
 @example(["\u212aeep in mind"], 2)
+@example(["\ud83d", "for the record", " Monday"], 3)
 def test_may_weigh_passes_every_text_the_marker_scans_pass(pieces: list[str], minimum: int) -> None:
     text = "".join(pieces)
     if _scanned_may_weigh(text, minimum):
@@ -92,3 +94,19 @@ def test_hinted_reads_the_bits_the_comprehension_reads(
     assert hinted(small, mask, clear=clear) == [
         i for i, h in enumerate(small) if bool(h & mask) != clear
     ]
+
+
+async def test_a_lone_surrogate_passes_every_gate_of_a_compaction() -> None:
+    from compression import CompressorConfig, ContextCompressor
+    from compression.message_hints import message_hints
+    from tests.compression.seeded_chats import seeded_chat
+
+    chat = seeded_chat(1)
+    chat[5:5] = [
+        {"role": "user", "content": "[Ana] broken emoji \ud83d, remember this for the record"},
+        {"role": "assistant", "content": "noted \udc4d on Thursday"},
+    ]
+    config = CompressorConfig(context_length=8_192, protect_first_n=2, protect_last_n=4)
+    for passed in ({}, {"hints": [message_hints(m) for m in chat]}):
+        result = await ContextCompressor(config, None).compress(chat, force=True, **passed)
+        assert result.outcome == "compressed"
