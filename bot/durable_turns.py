@@ -1,9 +1,10 @@
 """The worker's side of the turn inbox: claim, keep the lease, answer, commit fenced (SPEC 15).
 
 Up to `max_jobs` jobs run at once, at most one per chat (the claim guarantees that across
-workers). Each has a renewal task; a renewal that fails means another worker may own the job
-now, so the turn is cancelled and nothing it produced is written. The job's last transaction
-(reply rows, outbox rows, done) is conditioned on the fence, so a stale owner changes nothing.
+workers); a job that lost a worker before runs alone. Each has a renewal task; a renewal that
+fails means another worker may own the job now, so the turn is cancelled and nothing it
+produced is written. The job's last transaction (reply rows, outbox rows, done) is conditioned
+on the fence, so a stale owner changes nothing.
 """
 
 from __future__ import annotations
@@ -22,8 +23,10 @@ from bot.store.postgres_inbox import InboxJob, PostgresInbox, say_from_json
 
 log = logging.getLogger(__name__)
 
-# A job that lost its worker this many times is answered with a notice instead of run again.
-MAX_ATTEMPTS = 3
+# A job whose worker died this many times while running it alone is answered with a notice
+# instead of run again. Crashes beside other jobs are not counted: a SIGKILL of a worker holding
+# eight turns says nothing about seven of them (each runs alone next, where it can prove itself).
+MAX_STRIKES = 2
 # Finished jobs and settled replies are kept this long (for `unknown` sends to be looked into).
 KEEP_DONE_SECONDS = 7 * 86_400.0
 PRUNE_EVERY_SECONDS = 3_600.0
@@ -92,9 +95,15 @@ class TurnConsumer:
         await asyncio.gather(*(task for _job, task in list(self._running.values())))
 
     async def claim_and_start(self) -> int:
+        if any(job.alone for job, _task in self._running.values()):
+            return 0
         free = self._max_jobs - len(self._running)
         jobs = await self._inbox.claim(
-            self._holder, free, self._lease_seconds, list(self._adapters)
+            self._holder,
+            free,
+            self._lease_seconds,
+            list(self._adapters),
+            idle=not self._running,
         )
         for job in jobs:
             task = asyncio.create_task(self._work(job), name=f"turn-job-{job.id}")
@@ -102,6 +111,8 @@ class TurnConsumer:
         return len(jobs)
 
     async def _work(self, job: InboxJob) -> None:
+        if job.alone:
+            log.warning("turn job %d lost its worker; running it alone", job.id)
         turn = asyncio.current_task()
         assert turn is not None
         renewer = asyncio.create_task(self._keep_lease(job, turn))
@@ -124,8 +135,8 @@ class TurnConsumer:
         adapter = self._adapters[job.chat_key.split(":", 1)[0]]
         if job.kind == "send":
             committed = await self._inbox.finish(job, says=[say_from_json(job.payload)])
-        elif job.fence.attempts > MAX_ATTEMPTS:
-            log.error("turn job %d failed %d times; answering with a notice", job.id, MAX_ATTEMPTS)
+        elif job.strikes >= MAX_STRIKES:
+            log.error("turn job %d killed %d workers; answering with a notice", job.id, job.strikes)
             target = ReplyTarget.for_message(message_from_json(job.payload["message"]))
             committed = await self._inbox.finish(job, says=[say_to(target, TURN_FAILED)])
         else:

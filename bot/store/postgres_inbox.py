@@ -22,23 +22,34 @@ from bot.store.postgres_queue_sql import CHANNEL_SQL, FENCE_SQL, INSERT_JOB_SQL,
 if TYPE_CHECKING:
     from bot.store.postgres_database import PooledConnection
 
-# One statement: the oldest unfinished job of each lane that is free (new, or its lease ran out),
-# locked with SKIP LOCKED so concurrent claimers never wait on (or take) each other's rows.
-_CLAIM_SQL = """
-UPDATE turn_inbox SET state = 'doing', holder = $1, lease_until = $2::float8 + $3::float8,
-    attempts = attempts + 1
-WHERE id IN (
+# The lane heads (oldest unfinished job of a chat) a worker may answer, free now. A head still
+# 'doing' once its lease ran out lost its worker: a survivor.
+_HEADS = """
     SELECT t.id FROM turn_inbox t
-    WHERE t.state <> 'done' AND (t.state = 'todo' OR t.lease_until < $2)
+    WHERE t.state <> 'done' AND (t.state = 'todo' OR t.lease_until < {now}) AND {which}
       AND NOT EXISTS (
           SELECT 1 FROM turn_inbox o WHERE o.lane = t.lane AND o.state <> 'done' AND o.id < t.id
       )
-      AND split_part(t.chat_key, ':', 1) = ANY($5::text[])
-    ORDER BY t.id LIMIT $4
-    FOR UPDATE SKIP LOCKED
-)
-RETURNING id, lane, chat_key, kind, payload, attempts
+      AND split_part(t.chat_key, ':', 1) = ANY({platforms}::text[])
 """
+_SURVIVOR = "t.state = 'doing'"
+# Locked with SKIP LOCKED, so concurrent claimers never wait on (or take) each other's rows.
+_CLAIM_SQL = """
+UPDATE turn_inbox SET state = 'doing', holder = $1, lease_until = $2::float8 + $3::float8,
+    attempts = attempts + 1, alone = false
+WHERE id IN ({heads} ORDER BY t.id LIMIT $5 FOR UPDATE SKIP LOCKED)
+RETURNING id, lane, chat_key, kind, payload, attempts, alone, strikes
+""".format(heads=_HEADS.format(which="t.state = 'todo'", now="$2", platforms="$4"))
+# A survivor runs alone on an idle worker; if that worker dies too, the job struck it.
+_CLAIM_SURVIVOR_SQL = """
+UPDATE turn_inbox SET state = 'doing', holder = $1, lease_until = $2::float8 + $3::float8,
+    attempts = attempts + 1, strikes = strikes + alone::int, alone = true
+WHERE id IN ({heads} ORDER BY t.id LIMIT 1 FOR UPDATE SKIP LOCKED)
+RETURNING id, lane, chat_key, kind, payload, attempts, alone, strikes
+""".format(heads=_HEADS.format(which=_SURVIVOR, now="$2", platforms="$4"))
+_SURVIVOR_WAITS_SQL = "SELECT EXISTS({heads})".format(
+    heads=_HEADS.format(which=_SURVIVOR, now="$1", platforms="$2")
+)
 # Discord takes nonces of up to 25 characters; a multi-part send appends its part number.
 NONCE_CHARS = 20
 _INSERT_SAY_SQL = (
@@ -64,6 +75,8 @@ class InboxJob:
     kind: str  # turn | send
     payload: Mapping[str, Any]
     fence: TurnFence
+    alone: bool = False  # it lost a worker before: nothing else may run beside it
+    strikes: int = 0  # workers it was running alone on that died
 
 
 class PostgresInbox:
@@ -91,15 +104,30 @@ class PostgresInbox:
             await conn.execute(NOTIFY_SQL)
 
     async def claim(
-        self, holder: str, limit: int, ttl_seconds: float, platforms: Sequence[str]
+        self,
+        holder: str,
+        limit: int,
+        ttl_seconds: float,
+        platforms: Sequence[str],
+        *,
+        idle: bool = True,
     ) -> list[InboxJob]:
-        """Up to `limit` jobs of chats on `platforms` (those this worker can answer on)."""
+        """Up to `limit` jobs of chats on `platforms` (those this worker can answer on).
+
+        A job that lost its worker goes first, alone, to a worker running nothing (`idle`); while
+        one waits, busy workers claim nothing new, so it gets a worker soon even under load."""
         if limit <= 0:
             return []
+        now, names = self._clock(), list(platforms)
         async with self._db.transaction() as conn:
-            found = await conn.fetch(
-                _CLAIM_SQL, holder, self._clock(), ttl_seconds, limit, list(platforms)
-            )
+            if idle:
+                found = await conn.fetch(_CLAIM_SURVIVOR_SQL, holder, now, ttl_seconds, names)
+            elif await conn.fetchval(_SURVIVOR_WAITS_SQL, now, names):
+                return []
+            else:
+                found = []
+            if not found:
+                found = await conn.fetch(_CLAIM_SQL, holder, now, ttl_seconds, names, limit)
         jobs = [
             InboxJob(
                 int(r["id"]),
@@ -108,6 +136,8 @@ class PostgresInbox:
                 r["kind"],
                 json.loads(r["payload"]),
                 TurnFence(int(r["id"]), holder, int(r["attempts"])),
+                bool(r["alone"]),
+                int(r["strikes"]),
             )
             for r in found
         ]

@@ -298,6 +298,13 @@ CREATE TABLE send_pacing (
 );
 """
 
+# Strikes against a turn job: crashes of a worker that ran it alone (after its first lost
+# worker, a job runs with nothing beside it, so a crash there is its own doing, not a neighbour's).
+_SCHEMA_V13 = """
+ALTER TABLE turn_inbox ADD COLUMN alone BOOLEAN NOT NULL DEFAULT false;
+ALTER TABLE turn_inbox ADD COLUMN strikes INTEGER NOT NULL DEFAULT 0;
+"""
+
 
 @dataclass(frozen=True, slots=True)
 class Migration:
@@ -316,6 +323,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(9, "rate and notice windows, admin cache (shared limits)", _SCHEMA_V9),
     Migration(11, "per-message compression hints", _SCHEMA_V11),
     Migration(12, "send slots shared by the workers", _SCHEMA_V12),
+    Migration(13, "turn jobs that lost a worker run alone; strikes", _SCHEMA_V13),
 )
 LATEST_VERSION = MIGRATIONS[-1].version
 

@@ -1,5 +1,6 @@
 """The worker's turn consumer on PostgreSQL: a lost lease cancels the turn and writes nothing,
-a job that keeps killing its workers ends with a notice, and shutdown hands running jobs back."""
+a job that lost its worker runs alone, one that keeps killing its workers ends with a notice, and
+shutdown hands running jobs back."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from typing import Any
 import pytest
 
 from bot.durable_gateway import TurnOutcome, message_json, say_to
-from bot.durable_turns import MAX_ATTEMPTS, TurnConsumer
+from bot.durable_turns import MAX_STRIKES, TurnConsumer
 from bot.events import Adapter, InboundMessage, ReplyTarget
 from bot.gateway import TURN_FAILED
 from bot.store import PostgresStore
@@ -59,24 +60,21 @@ async def pg(clock: ManualClock) -> AsyncIterator[PostgresStore]:
         yield opened
 
 
-async def enqueue(store: PostgresStore) -> None:
+async def enqueue(store: PostgresStore, message: InboundMessage = MESSAGE) -> None:
     item = IngestItem(
         "telegram",
-        "1",
-        MESSAGE.chat_key,
+        message.author_id,
+        message.chat_key,
         None,
-        user("hi"),
-        enqueue=InboxEntry(f"{MESSAGE.chat_key}|", {"message": message_json(MESSAGE)}),
+        user(message.text),
+        enqueue=InboxEntry(f"{message.chat_key}|", {"message": message_json(message)}),
     )
     await store.ingest([item])
 
 
-@contextlib.asynccontextmanager
-async def consuming(store: PostgresStore, turn: HeldTurn) -> AsyncIterator[asyncio.Event]:
-    """Runs a consumer; yields the event it sets after each committed job."""
+def make_consumer(store: PostgresStore, turn: HeldTurn, finished: asyncio.Event) -> TurnConsumer:
     adapters: dict[str, Adapter] = {"telegram": object()}  # type: ignore[dict-item]
-    finished = asyncio.Event()
-    consumer = TurnConsumer(
+    return TurnConsumer(
         turn,
         store.inbox(),
         adapters,
@@ -85,6 +83,13 @@ async def consuming(store: PostgresStore, turn: HeldTurn) -> AsyncIterator[async
         lease_seconds=LEASE,
         on_finished=finished,
     )
+
+
+@contextlib.asynccontextmanager
+async def consuming(store: PostgresStore, turn: HeldTurn) -> AsyncIterator[asyncio.Event]:
+    """Runs a consumer; yields the event it sets after each committed job."""
+    finished = asyncio.Event()
+    consumer = make_consumer(store, turn, finished)
     wake = asyncio.Event()
     wake.set()
     task = asyncio.create_task(consumer.run(wake))
@@ -110,9 +115,14 @@ async def test_a_lost_lease_cancels_the_turn_and_writes_nothing(pg: PostgresStor
         assert await pg.inbox().finish(taken, says=[])
 
 
-async def test_a_job_that_keeps_losing_its_workers_ends_with_a_notice(pg: PostgresStore) -> None:
+async def test_a_job_that_keeps_killing_workers_running_it_alone_ends_with_a_notice(
+    pg: PostgresStore,
+) -> None:
     await enqueue(pg)
-    await pg._db.fetchone(f"UPDATE turn_inbox SET attempts = {MAX_ATTEMPTS} RETURNING id")
+    await pg._db.fetchone(
+        "UPDATE turn_inbox SET state = 'doing', holder = 'dead', lease_until = 0, alone = true,"
+        f" strikes = {MAX_STRIKES - 1} RETURNING id"
+    )
     turn = HeldTurn()
     async with consuming(pg, turn) as finished:
         await asyncio.wait_for(finished.wait(), WAIT)
@@ -121,6 +131,25 @@ async def test_a_job_that_keeps_losing_its_workers_ends_with_a_notice(pg: Postgr
     assert row.text == TURN_FAILED
     assert row.target == asdict(ReplyTarget.for_message(MESSAGE))
     assert await pg.inbox().unfinished() == 0
+
+
+async def test_a_job_that_lost_its_worker_runs_with_nothing_beside_it(pg: PostgresStore) -> None:
+    await enqueue(pg)
+    await pg._db.fetchone(
+        "UPDATE turn_inbox SET state = 'doing', holder = 'dead', lease_until = 0 RETURNING id"
+    )
+    other = InboundMessage("telegram", "-6", "8", "Bob", "@bot hello", addressed=True)
+    await enqueue(pg, other)
+    turn = HeldTurn()
+    consumer = make_consumer(pg, turn, asyncio.Event())
+    assert await consumer.claim_and_start() == 1
+    await asyncio.wait_for(turn.started.wait(), WAIT)
+    assert await consumer.claim_and_start() == 0  # a free slot, but the survivor runs alone
+    turn.release.set()
+    await consumer.join()
+    assert await consumer.claim_and_start() == 1
+    await consumer.join()
+    assert turn.calls == 2 and await pg.inbox().unfinished() == 0
 
 
 async def test_shutdown_hands_a_running_job_back_at_once(pg: PostgresStore) -> None:
