@@ -12,6 +12,7 @@ from compression.features import (
     NO_FEATURES,
     Candidate,
     Features,
+    has_features,
     may_weigh,
     message_features,
 )
@@ -218,6 +219,11 @@ def read_turn(turn: Mapping[str, Any]) -> tuple[str, str | None]:
 def read_features(turn: Mapping[str, Any]) -> Features:
     """The features the extractor finds in one user or assistant turn."""
     return message_features(read_turn(turn)[0], turn.get("role") == "user")
+
+
+def finds_features(turn: Mapping[str, Any]) -> bool:
+    """Whether read_features(turn) finds anything (cheaper than reading them)."""
+    return has_features(read_turn(turn)[0], turn.get("role") == "user")
 
 
 @lru_cache(maxsize=REDACTED_CACHE_TEXTS)

@@ -201,6 +201,43 @@ def message_features(text: str, from_user: bool) -> Features:
     return Features(tuple(candidates), links, questions)
 
 
+def has_features(text: str, from_user: bool) -> bool:
+    """Whether message_features() finds anything in the text, without building what it finds
+    (the store's FEATURELESS hint: no subjects, no value weights, no candidates)."""
+    if not text or text.isspace():
+        return False
+    if ("://" in text or ("." in text and _FILE_EXTENSION.search(text))) and (
+        URL.search(text) or FILE_NAME.search(text)
+    ):
+        return True
+    asks = from_user and "?" in text
+    signals = _signals(text.lower())
+    if not asks and not signals and ":" not in text:
+        return False
+    pieces = sentences(text)
+    if asks and any(s.endswith("?") for s in pieces):
+        return True
+    collapsed = " ".join(text.split())
+    if len(collapsed) <= WHOLE_MESSAGE_CHARS:
+        return _finds_candidate(clip(collapsed, ENTRY_MAX_CHARS), pieces, signals)
+    return any(_finds_candidate(sentence, [sentence]) for sentence in pieces)
+
+
+def _finds_candidate(text: str, pieces: list[str], signals: frozenset[str] | None = None) -> bool:
+    """`_candidate(text, pieces, signals) is not None`, deciding no more than that needs."""
+    label, _body = split_label(text)
+    lowered = text.lower()
+    if signals is None:
+        signals = _signals(lowered)
+    if not signals and label is None:
+        return False
+    if label or _kind(text, lowered, pieces, signals) is not None:
+        return True
+    if "keep" in signals and any(marker in lowered for marker in _KEEP_MARKERS):
+        return True
+    return "value" in signals and _has_value(text)
+
+
 def _signals(lowered: str) -> frozenset[str]:
     """Which kinds of signal a lowered line holds: set tests, then phrases only where a trigger
     word is present; no expression runs unless a digit or a dot could start a value."""
@@ -304,8 +341,10 @@ def _kind(
         _RULE.search(_strip_opening(piece)) for piece in pieces if len(piece.split()) >= 4
     ):
         return "rule"
+    if "action" not in signals:
+        return None
     owned = "@" in lowered or _VOCATIVE.match(text) or _SELF_OWNER.search(lowered)
-    if "action" in signals and owned and ACTION.search(lowered):
+    if owned and ACTION.search(lowered):
         return "action"
     return None
 
@@ -357,7 +396,7 @@ def _strip_opening(text: str) -> str:
 def _value_weight(text: str) -> int:
     """3 for an exact value (a date, an amount, a code, a URL or file), 2 for a long number,
     1 for any other number or a weekday."""
-    if "://" in text or ".example" in text or (("." in text) and FILE_NAME.search(text)):
+    if _names_a_place(text):
         return 3
     digit = has_digit(text)
     if digit and _STRONG_VALUE.search(text):
@@ -367,3 +406,17 @@ def _value_weight(text: str) -> int:
     if digit or ("day" in text.lower() and _WEAK_VALUE.search(text)):
         return 1
     return 0
+
+
+def _has_value(text: str) -> bool:
+    """`_value_weight(text) > 0`, without telling exact values from plain numbers."""
+    return (
+        _names_a_place(text)
+        or has_digit(text)
+        or ("day" in text.lower() and _WEAK_VALUE.search(text) is not None)
+    )
+
+
+def _names_a_place(text: str) -> bool:
+    """A URL, an example domain or a file name: an exact value by itself."""
+    return "://" in text or ".example" in text or ("." in text and bool(FILE_NAME.search(text)))

@@ -12,8 +12,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, cast
 
-from compression.extract import BACKUP_MIN_WEIGHT, read_features, too_light_for_backup
-from compression.features import Features, may_weigh
+from compression.extract import BACKUP_MIN_WEIGHT, finds_features, too_light_for_backup
+from compression.features import may_weigh
 from compression.messages import is_summary_message
 from compression.redact import may_hold_secret, redact, redact_value
 from compression.summary_input import BODY_LIMIT_CHARS, truncate_body
@@ -60,14 +60,14 @@ def message_hints(message: Mapping[str, Any]) -> int:
         return hints
     if hints & SUMMARY_CLEAN and _shown_as_is(message, view):
         hints |= SHOWN_AS_IS
-    featureless = _empty(read_features(message))
+    featureless = not finds_features(message)
     if featureless:
         hints |= FEATURELESS
     shown = truncate_body(redacted)
     # Most copies are the text itself (nothing redacted, cut or stripped): read once.
     same = shown == text and type(message.get("content")) is str
     copy = message if same else {**message, "content": shown}
-    if featureless if same else _empty(read_features(copy)):
+    if featureless if same else not finds_features(copy):
         hints |= SHOWN_FEATURELESS
     if too_light_for_backup(copy):
         hints |= SHOWN_LIGHT
@@ -108,10 +108,6 @@ def _arguments_clean(call: Any) -> bool:
     function = call.get("function") if isinstance(call, Mapping) else None
     arguments = function.get("arguments") if isinstance(function, Mapping) else None
     return not isinstance(arguments, str) or redact_value(arguments) == arguments
-
-
-def _empty(features: Features) -> bool:
-    return not (features.candidates or features.links or features.questions)
 
 
 # bytes.translate tables: for each (mask, clear), 1 at each byte value hinted() takes.

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from compression.message_hints import message_hints
@@ -50,20 +50,21 @@ class NewMessage:
         cls, message: dict[str, Any], tokens: int, *, kind: MessageKind = "message", **extra: Any
     ) -> NewMessage:
         """The row for `message`; its hints are computed here unless `extra` carries them."""
-        row = cls(
-            role=message["role"],
-            content=message.get("content"),
+        role, content, calls = message["role"], message.get("content"), message.get("tool_calls")
+        call_id, name = message.get("tool_call_id"), message.get("name")
+        if "hints" not in extra:
+            # The stored form, not `message`: an empty tool_calls list, say, is not read back.
+            extra["hints"] = message_hints(openai_form(role, content, calls, call_id, name))
+        return cls(
+            role=role,
+            content=content,
             tokens=tokens,
-            tool_calls=message.get("tool_calls"),
-            tool_call_id=message.get("tool_call_id"),
-            name=message.get("name"),
+            tool_calls=calls,
+            tool_call_id=call_id,
+            name=name,
             kind=kind,
             **extra,
         )
-        if "hints" in extra:
-            return row
-        # The stored form, not `message`: an empty tool_calls list, say, is not read back.
-        return replace(row, hints=message_hints(row.to_openai()))
 
     def to_openai(self) -> dict[str, Any]:
         return openai_form(self.role, self.content, self.tool_calls, self.tool_call_id, self.name)

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from compression.features import may_weigh, text_weight
+from compression.features import has_features, may_weigh, message_features, text_weight
 from compression.salient import has_digit
 
 TEXTS = st.text(alphabet=st.sampled_from("ab9 :.$\n٣€Monday"), max_size=40)
@@ -110,3 +110,29 @@ async def test_a_lone_surrogate_passes_every_gate_of_a_compaction() -> None:
     for passed in ({}, {"hints": [message_hints(m) for m in chat]}):
         result = await ContextCompressor(config, None).compress(chat, force=True, **passed)
         assert result.outcome == "compressed"
+
+
+# Words and marks that reach each branch of message_features(): labels, every kind of signal,
+# owners, values, links, questions, sentence breaks and a run long enough to be split.
+_FEATURE_PIECES = [
+    "Budget:", "FACT:", "Note:", "DECISION:", "we decided", "go with", "I prefer", "rather",
+    "never", "must", "do not", "rule:", "from now on", "Bob will", "I'll", "@ann", "please",
+    "Ann, please", "todo",
+    "for the record", "remember this", "codename", "Monday", "day", "123", "7", "v1.2.3",
+    "$5", "3 eur", "https://x.example/a", "notes.pdf", "ok", "lunch", "?", ".", "\n",
+    "the deploy day is", "x" * 150,
+]  # fmt: skip
+
+
+@given(st.lists(st.sampled_from(_FEATURE_PIECES), max_size=10), st.booleans())
+@example(["FACT:", "ok"], False)
+@example(["ok", "?"], True)
+@example(["notes.pdf"], False)
+@example(["the deploy day is", "Monday"], False)
+@example(["x" * 150, ".", "x" * 150, ".", "Bob will", "todo", "."], False)
+def test_has_features_says_whether_message_features_finds_any(
+    pieces: list[str], from_user: bool
+) -> None:
+    text = " ".join(pieces)
+    found = message_features(text, from_user)
+    assert has_features(text, from_user) == bool(found.candidates or found.links or found.questions)
