@@ -176,27 +176,18 @@ def message_features(text: str, from_user: bool) -> Features:
     """The candidates, links and questions of one (redacted) message text."""
     if not text or text.isspace():
         return NO_FEATURES
-    asks = from_user and "?" in text
     links: tuple[str, ...] = ()
-    if "://" in text or ("." in text and _FILE_EXTENSION.search(text)):
+    if _may_link(text):
         links = tuple(dict.fromkeys([*URL.findall(text), *FILE_NAME.findall(text)]))
-    # Most chat lines carry no signal at all: no sentence splitting, no expressions for them.
-    signals = _signals(text.lower())
-    if not asks and not signals and ":" not in text:
+    reading = _reading(text, from_user)
+    if reading is None:
         return Features((), links, ()) if links else NO_FEATURES
-    collapsed = " ".join(text.split())
-    parts = [clip(collapsed, ENTRY_MAX_CHARS)] if len(collapsed) <= WHOLE_MESSAGE_CHARS else []
-    pieces = sentences(text)
-    candidates: list[Candidate] = []
-    if parts:
-        found = _candidate(parts[0], pieces, signals)
-        if found is not None:
-            candidates.append(found)
+    asks, signals, pieces, whole = reading
+    if whole is not None:
+        found = _candidate(whole, pieces, signals)
+        candidates = [found] if found is not None else []
     else:
-        for sentence in pieces:
-            found = _candidate(sentence, [sentence])
-            if found is not None:
-                candidates.append(found)
+        candidates = [c for s in pieces if (c := _candidate(s, [s])) is not None]
     questions = tuple(s for s in pieces if s.endswith("?")) if asks else ()
     return Features(tuple(candidates), links, questions)
 
@@ -206,21 +197,37 @@ def has_features(text: str, from_user: bool) -> bool:
     (the store's FEATURELESS hint: no subjects, no value weights, no candidates)."""
     if not text or text.isspace():
         return False
-    if ("://" in text or ("." in text and _FILE_EXTENSION.search(text))) and (
-        URL.search(text) or FILE_NAME.search(text)
-    ):
+    if _may_link(text) and (URL.search(text) or FILE_NAME.search(text)):
         return True
-    asks = from_user and "?" in text
-    signals = _signals(text.lower())
-    if not asks and not signals and ":" not in text:
+    reading = _reading(text, from_user)
+    if reading is None:
         return False
-    pieces = sentences(text)
+    asks, signals, pieces, whole = reading
     if asks and any(s.endswith("?") for s in pieces):
         return True
-    collapsed = " ".join(text.split())
-    if len(collapsed) <= WHOLE_MESSAGE_CHARS:
-        return _finds_candidate(clip(collapsed, ENTRY_MAX_CHARS), pieces, signals)
+    if whole is not None:
+        return _finds_candidate(whole, pieces, signals)
     return any(_finds_candidate(sentence, [sentence]) for sentence in pieces)
+
+
+def _may_link(text: str) -> bool:
+    return "://" in text or ("." in text and _FILE_EXTENSION.search(text) is not None)
+
+
+def _reading(
+    text: str, from_user: bool
+) -> tuple[bool, frozenset[str], list[str], str | None] | None:
+    """What both readers go on: whether the user asks, the line's signals, its sentences, and
+    the whole message as one entry (None when it is read sentence by sentence); None for a line
+    with no question, no signal and no label."""
+    asks = from_user and "?" in text
+    # Most chat lines carry no signal at all: no sentence splitting, no expressions for them.
+    signals = _signals(text.lower())
+    if not asks and not signals and ":" not in text:
+        return None
+    collapsed = " ".join(text.split())
+    whole = clip(collapsed, ENTRY_MAX_CHARS) if len(collapsed) <= WHOLE_MESSAGE_CHARS else None
+    return asks, signals, sentences(text), whole
 
 
 def _finds_candidate(text: str, pieces: list[str], signals: frozenset[str] | None = None) -> bool:
@@ -403,20 +410,18 @@ def _value_weight(text: str) -> int:
         return 3
     if digit and _NUMBER.search(text):
         return 2
-    if digit or ("day" in text.lower() and _WEAK_VALUE.search(text)):
-        return 1
-    return 0
+    return 1 if digit or _names_weekday(text) else 0
 
 
 def _has_value(text: str) -> bool:
     """`_value_weight(text) > 0`, without telling exact values from plain numbers."""
-    return (
-        _names_a_place(text)
-        or has_digit(text)
-        or ("day" in text.lower() and _WEAK_VALUE.search(text) is not None)
-    )
+    return _names_a_place(text) or has_digit(text) or _names_weekday(text)
 
 
 def _names_a_place(text: str) -> bool:
     """A URL, an example domain or a file name: an exact value by itself."""
     return "://" in text or ".example" in text or ("." in text and bool(FILE_NAME.search(text)))
+
+
+def _names_weekday(text: str) -> bool:
+    return "day" in text.lower() and _WEAK_VALUE.search(text) is not None
