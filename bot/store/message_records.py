@@ -42,32 +42,33 @@ class NewMessage:
     platform_message_id: str | None = None
     kind: MessageKind = "message"
     created_at: float | None = None
-    # message_hints() of the row as it is read back (None: unknown, compaction computes it).
+    # message_hints() of the row as it is read back; None: the store computes them as it writes
+    # the row (on SQLite's writer thread, off the event loop that parses the next message).
     hints: int | None = None
 
     @classmethod
     def from_openai(
         cls, message: dict[str, Any], tokens: int, *, kind: MessageKind = "message", **extra: Any
     ) -> NewMessage:
-        """The row for `message`; its hints are computed here unless `extra` carries them."""
-        role, content, calls = message["role"], message.get("content"), message.get("tool_calls")
-        call_id, name = message.get("tool_call_id"), message.get("name")
-        if "hints" not in extra:
-            # The stored form, not `message`: an empty tool_calls list, say, is not read back.
-            extra["hints"] = message_hints(openai_form(role, content, calls, call_id, name))
+        """The row for `message`; its hints are those `extra` carries, or computed when stored."""
         return cls(
-            role=role,
-            content=content,
+            role=message["role"],
+            content=message.get("content"),
             tokens=tokens,
-            tool_calls=calls,
-            tool_call_id=call_id,
-            name=name,
+            tool_calls=message.get("tool_calls"),
+            tool_call_id=message.get("tool_call_id"),
+            name=message.get("name"),
             kind=kind,
             **extra,
         )
 
     def to_openai(self) -> dict[str, Any]:
         return openai_form(self.role, self.content, self.tool_calls, self.tool_call_id, self.name)
+
+    def stored_hints(self) -> int:
+        """The hints to store: those given, else message_hints() of the form read back (an
+        empty tool_calls list, say, is not read back)."""
+        return self.hints if self.hints is not None else message_hints(self.to_openai())
 
 
 @dataclass(frozen=True, slots=True)

@@ -81,7 +81,7 @@ def message_params(message: NewMessage, session_id: int, seq: int, now: float) -
         message.tokens,
         message.created_at if message.created_at is not None else now,
         message.kind,
-        message.hints,
+        message.stored_hints(),
     )
 
 

@@ -80,7 +80,10 @@ async def _fill(store: CopyableStore, clock: ManualClock) -> None:
     await store.new_session("telegram:-100")
     per_user = await store.active_session("telegram:-100", "alice")
     hinted = NewMessage.from_openai({"role": "user", "content": "[alice] hinted"}, 4)
-    await store.append_messages(per_user.id, [user("private note", 3), hinted])
+    private = user("private note", 3)
+    note, _ = await store.append_messages(per_user.id, [private, hinted])
+    # No hints, as on a row stored before migration 11.
+    await store.set_message_content(note, private.content, private.tokens)
     await store.set_chat_setting("telegram:-100", "threshold", "0.5")
     await store.add_pin("telegram:-100", "deploys on Tuesdays", "alice")
     await store.add_usage("telegram:-100", "alice", "reply", 100, 10, day="2026-11-01")

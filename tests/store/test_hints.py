@@ -63,14 +63,24 @@ async def test_edits_and_media_rewrites_store_the_new_hints(store: Store) -> Non
 
 
 async def _compacted(
-    store: Store, clock: ManualClock, *, forged: bool = False, **extra: Any
+    store: Store,
+    clock: ManualClock,
+    *,
+    forged: bool = False,
+    unknown: bool = False,
+    **extra: Any,
 ) -> list[tuple[Any, ...]]:
     session = await store.active_session("console:room")
     wire = [
         {"role": "user", "content": f"[alice] can we ship build {i}? https://ci.example.com/{i}"}
         for i in range(30)
     ]
-    await store.append_messages(session.id, [_row(m, **extra) for m in wire])
+    rows = [_row(m, **extra) for m in wire]
+    ids = await store.append_messages(session.id, rows)
+    if unknown:  # as rows stored before migration 11 read back: no hints
+        for message_id, row in zip(ids, rows, strict=True):
+            await store.set_message_content(message_id, row.content, row.tokens)
+        assert {m.hints for m in await store.load_active(session.id)} == {None}
     compactor = SessionCompactor(store, COUNTER, lambda _usage: None, clock=clock)
     report = await compactor.compact(
         session.id,
@@ -93,7 +103,7 @@ async def test_compaction_passes_the_stored_hints(
     async with open_fresh_store() as stored:
         with_hints = await _compacted(stored, clock)
     async with open_fresh_store() as unknown:
-        without = await _compacted(unknown, clock, hints=None)
+        without = await _compacted(unknown, clock, unknown=True)
     # A false FEATURELESS is believed: proof that compress() was given the stored hints.
     async with open_fresh_store() as forged:
         believed = await _compacted(forged, clock, forged=True, hints=63 | FEATURELESS)
