@@ -25,6 +25,10 @@ SECRET_HEADER = "X-Telegram-Bot-Api-Secret-Token"
 MAX_BODY_BYTES = 2 * 1024 * 1024
 # In-flight requests get this long to finish storing when the server stops.
 SHUTDOWN_SECONDS = 5.0
+# After refusing a body, read and drop what the client sends for this long before closing:
+# closing on unread data sends a reset, and a reset discards the refusal from the client's
+# receive buffer before it could read it. Short, so a client that never stops costs 0.1 s.
+LINGER_SECONDS = 0.1
 
 Ingest = Callable[[Any], Awaitable[None]]
 
@@ -49,9 +53,9 @@ class WebhookServer:
     async def start(self) -> None:
         app = web.Application(client_max_size=MAX_BODY_BYTES)
         app.router.add_post(self._path, self._receive)
-        # No lingering: aiohttp would otherwise read (and discard) a refused body to its end.
+        # aiohttp's default lingering (10 s) would read a fast client's 90 MB refusal to its end.
         runner = web.AppRunner(
-            app, access_log=None, shutdown_timeout=SHUTDOWN_SECONDS, lingering_time=0
+            app, access_log=None, shutdown_timeout=SHUTDOWN_SECONDS, lingering_time=LINGER_SECONDS
         )
         await runner.setup()
         try:
