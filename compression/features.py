@@ -304,12 +304,9 @@ def _candidate(
     value = _value_weight(text) if "value" in signals else 0
     keep = "keep" in signals and any(marker in lowered for marker in _KEEP_MARKERS)
     if kind is None:
-        if value >= 2 or keep or label:
-            kind = "fact"
-        elif value == 0:
-            return None
-        else:
-            kind = "fact"
+        if not (value or keep or label):
+            return None  # as _finds_candidate() decides
+        kind = "fact"
     weight = value + (2 if keep else 0) + (2 if label else 0)
     if kind == "preference" and not _STRONG_PREFERENCE.search(text):
         weight -= 2
