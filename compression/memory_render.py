@@ -62,7 +62,28 @@ def render_memory(
     max_chars: int | None = None,
     reserved_tokens: int = 0,
 ) -> Rendered:
-    """The summary body: current entries, most salient first, within the budgets given."""
+    """The summary body: current entries, most salient first, within the budgets given.
+    `count_tokens` counts at most a text's UTF-8 bytes, as every byte-level BPE does."""
+    # Bounded first: when every entry fits at its byte length, exact counts (never more)
+    # cannot hide one, and the tokenizer runs only when the budget is tight.
+    at_most = _rendered(memory, budget_tokens, utf8_bytes, unavailable, max_chars, reserved_tokens)
+    if not at_most.hidden:
+        return at_most
+    return _rendered(memory, budget_tokens, count_tokens, unavailable, max_chars, reserved_tokens)
+
+
+def utf8_bytes(text: str) -> int:
+    return len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass"))
+
+
+def _rendered(
+    memory: Memory,
+    budget_tokens: int,
+    count_tokens: Callable[[str], int],
+    unavailable: bool,
+    max_chars: int | None,
+    reserved_tokens: int,
+) -> Rendered:
     note = UNAVAILABLE_NOTE if unavailable else MEMORY_NOTE
     entries = memory.current()
     people = [e for e in entries if e.kind == "participant"]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import operator
 from collections.abc import Iterable, Mapping, Sequence
+from itertools import islice
 from typing import Any
 
 from compression.message_hints import TOOL_MESSAGE, hinted
@@ -148,10 +149,9 @@ def describe_result(call: Mapping[str, Any] | None, content: str) -> str:
         command = _clip(str(args["command"]), COMMAND_CHARS)
         exit_code = _exit_code(content)
         return f"[{name}] ran `{command}` -> exit {exit_code}, {lines} lines output"
-    described = " ".join(
-        f"{key}={_clip(_scalar(value), ARG_VALUE_CHARS)}" for key, value in list(args.items())[:4]
-    )
-    target = f" {described}" if described else ""
+    target = ""
+    for key, value in islice(args.items(), 4):
+        target += f" {key}={_clip(_scalar(value), ARG_VALUE_CHARS)}"
     return f"[{name}]{target} ({len(content)} chars, {lines} lines result)"
 
 
@@ -176,7 +176,8 @@ def _parse_arguments(raw: Any) -> dict[str, Any]:
         parsed = _json_value(raw)
     except ValueError:
         return {}
-    return dict(parsed) if isinstance(parsed, Mapping) else {}
+    # A fresh decode is nobody else's: no copy. Anything but an object describes nothing.
+    return parsed if type(parsed) is dict else {}
 
 
 def _json_value(text: str) -> Any:
