@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from compression.memory import Memory, MemoryEntry
+from compression.memory import EntryKind, Memory, MemoryEntry
 from compression.memory_render import _rendered, render_memory, utf8_bytes
 from compression.tokens import TokenCounter
 
@@ -17,7 +17,7 @@ TEXTS = [
 
 
 def _memory() -> Memory:
-    kinds = ("fact", "decision", "rule", "preference", "fact", "fact")
+    kinds: tuple[EntryKind, ...] = ("fact", "decision", "rule", "preference", "fact", "fact")
     entries = [MemoryEntry(1, "participant", "Ann"), MemoryEntry(2, "participant", "Бо")]
     entries += [
         MemoryEntry(i + 3, kind, text, speaker="Ann")
