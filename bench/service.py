@@ -25,6 +25,7 @@ from bot.config import Config
 from bot.config_loading import load_config
 from bot.events import InboundMessage, ReplyTarget
 from bot.llm import LLMResponse
+from bot.one_cpu import one_cpu
 
 # A reply the size of a short group-chat answer.
 REPLY_TEXT = "Sure — noted. Here is a short answer to that."
@@ -195,11 +196,15 @@ async def running_service(
     llm: FakeLLM,
     summary_latency_seconds: float = 0.0,
     seed: int = 0,
+    on_one_cpu: bool = True,
     **gateway: Any,
 ) -> AsyncIterator[tuple[App, SummaryEndpoint]]:
-    async with summary_endpoint(summary_latency_seconds, seed) as endpoint:
-        config = bench_config(
-            directory, context_length=context_length, endpoint_url=endpoint.base_url, **gateway
-        )
-        async with App(config, llm=llm) as app:
-            yield app, endpoint
+    """The App as `compactbot run` starts it on SQLite: every thread on one CPU unless
+    `on_one_cpu` is off (storage.one_cpu)."""
+    with one_cpu(on_one_cpu):
+        async with summary_endpoint(summary_latency_seconds, seed) as endpoint:
+            config = bench_config(
+                directory, context_length=context_length, endpoint_url=endpoint.base_url, **gateway
+            )
+            async with App(config, llm=llm) as app:
+                yield app, endpoint

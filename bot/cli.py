@@ -17,6 +17,8 @@ from bot.dotenv import read_dotenv
 from bot.events import StartupError
 from bot.log_format import log_handler
 from bot.log_redaction import config_secrets, install_log_redaction
+from bot.one_cpu import one_cpu
+from bot.store.backends import parse_store_url
 from bot.store.base import StoreError
 
 if TYPE_CHECKING:
@@ -144,7 +146,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     )
     configure_logging(config, interactive=quiet)
     try:
-        code = asyncio.run(_dispatch(command, args, config))
+        with one_cpu(_on_one_cpu(command, config)):
+            code = asyncio.run(_dispatch(command, args, config))
     except KeyboardInterrupt:
         code = 0
     except BrokenPipeError:
@@ -158,6 +161,12 @@ def main(argv: Sequence[str] | None = None) -> None:
         print(f"compactbot: could not start: {exc}", file=sys.stderr)
         code = 1
     sys.exit(code)
+
+
+def _on_one_cpu(command: str, config: Config) -> bool:
+    """The SQLite service keeps its threads on one CPU (bot/one_cpu.py) unless told not to."""
+    on_sqlite = parse_store_url(config.storage.database).backend == "sqlite"
+    return command in ("run", "console") and on_sqlite and config.storage.one_cpu
 
 
 async def _dispatch(command: str, args: argparse.Namespace, config: Config) -> int:

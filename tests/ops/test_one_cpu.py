@@ -1,0 +1,113 @@
+"""`compactbot run` on SQLite keeps every thread on one CPU (storage.one_cpu); each check runs
+in its own process, so the test process itself is never pinned."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from bot.cli import _on_one_cpu
+from bot.config import Config, StorageConfig
+
+REPO = Path(__file__).resolve().parents[2]
+
+pytestmark = pytest.mark.skipif(
+    not hasattr(os, "sched_getaffinity") or len(os.sched_getaffinity(0)) < 2,
+    reason="needs Linux and at least two CPUs to pin to one",
+)
+
+PINNING = """
+import json, os, threading
+from bot.one_cpu import one_cpu
+
+stop = threading.Event()
+def cpus(thread): return sorted(os.sched_getaffinity(thread.native_id))
+before = threading.Thread(target=stop.wait); before.start()
+with one_cpu() as cpu:
+    after = threading.Thread(target=stop.wait); after.start()
+    inside = [cpus(t) for t in (threading.main_thread(), before, after)]
+outside = [cpus(t) for t in (threading.main_thread(), before, after)]
+with one_cpu(False) as off:
+    untouched = cpus(threading.main_thread())
+stop.set()
+print(json.dumps({"cpu": cpu, "inside": inside, "outside": outside, "off": off,
+                  "untouched": untouched}))
+"""
+
+
+def test_every_thread_older_or_newer_shares_one_cpu_and_gets_its_cpus_back() -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", PINNING], capture_output=True, text=True, cwd=REPO, check=True
+    )
+    seen = json.loads(done.stdout)
+    allowed = sorted(os.sched_getaffinity(0))
+    assert seen["cpu"] in allowed
+    assert seen["inside"] == [[seen["cpu"]]] * 3
+    assert seen["outside"] == [allowed] * 3
+    assert seen["off"] is None and seen["untouched"] == allowed
+
+
+def _threads_cpus(pid: int) -> list[list[int]]:
+    found = []
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        try:
+            found.append(sorted(os.sched_getaffinity(int(task.name))))
+        except ProcessLookupError:  # a worker thread that just ended
+            continue
+    return found
+
+
+@pytest.mark.parametrize("one_cpu", [True, False])
+def test_the_console_service_runs_on_one_cpu_unless_told_not_to(
+    tmp_path: Path, one_cpu: bool
+) -> None:
+    config = tmp_path / "config.yaml"
+    config.write_text(f"storage:\n  one_cpu: {json.dumps(one_cpu)}\n")
+    env = {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "HOME": str(tmp_path),
+        "COMPACTBOT_DB": str(tmp_path / "bot.db"),
+        "COMPACTBOT_CONFIG": str(config),
+        "TIKTOKEN_CACHE_DIR": os.environ.get("TIKTOKEN_CACHE_DIR", str(tmp_path / "tk")),
+    }
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "bot", "run"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+    )
+    assert proc.stderr is not None and proc.stdin is not None
+    try:
+        while "Ctrl-D to quit" not in (proc.stderr.readline() or "Ctrl-D to quit"):
+            pass
+        # The store's threads exist by now: the writer's, the reader's, the loop's.
+        assert len(list(Path(f"/proc/{proc.pid}/task").iterdir())) >= 3
+        cpus = _threads_cpus(proc.pid)
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=20)
+        proc.stdin.close()
+    allowed = sorted(os.sched_getaffinity(0))
+    if one_cpu:
+        assert len({cpu for thread in cpus for cpu in thread}) == 1, cpus
+        assert all(len(thread) == 1 for thread in cpus)
+    else:
+        assert cpus == [allowed] * len(cpus)
+
+
+def test_only_the_sqlite_service_pins() -> None:
+    sqlite, postgres = Config(), Config(storage=StorageConfig(database="postgresql://u@h/db"))
+    assert _on_one_cpu("run", sqlite) and _on_one_cpu("console", sqlite)
+    assert not _on_one_cpu("worker", sqlite) and not _on_one_cpu("history", sqlite)
+    assert not _on_one_cpu("run", postgres)
+    off = Config(storage=StorageConfig(one_cpu=False))
+    assert not _on_one_cpu("run", off)
