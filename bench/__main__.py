@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.hermes_chat import machine_speed_ms
-from bench.report import Section, met_text, table
+from bench.report import Section, cpu_times, met_text, pct, stolen_share, table
 
 BENCH_DIR = Path(__file__).parent
 RESULTS = BENCH_DIR / "RESULTS.md"
@@ -70,7 +70,9 @@ def run(names: Sequence[str], *, quick: bool, plots_dir: Path | None) -> list[Se
     sections = []
     for name in names:
         print(f"bench: {name} …", file=sys.stderr, flush=True)
+        before = cpu_times()
         section, data = asyncio.run(_runner(name)(quick))
+        section.stolen = stolen_share(before, cpu_times())
         print(f"bench: {name} done in {section.seconds:.0f} s", file=sys.stderr, flush=True)
         if plots_dir is not None:
             _plot(name, data, plots_dir)
@@ -114,7 +116,9 @@ def render(
             f"{machine_ms[0]:.2f} ms at the start of this run and {machine_ms[1]:.2f} ms at its "
             f"end (best of 20; the compress table's 1K calibration read {REFERENCE_MACHINE_MS} ms "
             f"in the {REFERENCE_MACHINE_DAY} run that met every absolute target). The ratios to "
-            "Hermes are measured beside that pass; absolute times and throughputs move with it.",
+            "Hermes are measured beside that pass; absolute times and throughputs move with it. "
+            "After each section: the share of the CPUs' time the hypervisor gave to other "
+            "guests meanwhile (steal, /proc/stat), which slows everything alike.",
             "",
         ]
     rows = []
@@ -127,7 +131,12 @@ def render(
         lines += ["## Targets", "", *table(["target", "wanted", "measured", "", "note"], rows)]
     for section in sections:
         lines += [f"## {section.title}", "", *section.body]
-        lines += [f"_({section.seconds:.0f} s)_", ""]
+        stolen = (
+            ""
+            if section.stolen is None
+            else f"; the hypervisor took {pct(section.stolen, 0)} of the CPUs' time meanwhile"
+        )
+        lines += [f"_({section.seconds:.0f} s{stolen})_", ""]
     if not real_model:
         lines += [
             "## A real model (optional, not part of this run)",

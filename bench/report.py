@@ -23,6 +23,7 @@ class Section:
     body: list[str] = field(default_factory=list)
     targets: list[Target] = field(default_factory=list)
     seconds: float = 0.0
+    stolen: float | None = None  # the share of the CPUs' time the hypervisor took meanwhile
 
     def add(self, *lines: str) -> None:
         self.body.extend(lines)
@@ -81,3 +82,22 @@ def loglog_slope(xs: Sequence[float], ys: Sequence[float]) -> float:
 
 def met_text(met: bool) -> str:
     return "**met**" if met else "**NOT met**"
+
+
+def cpu_times() -> tuple[int, int] | None:
+    """(stolen, all) clock ticks of every CPU so far (Linux /proc/stat), None elsewhere.
+
+    On a virtual machine the host may run other guests on our CPUs: that time is "steal", and
+    throughput and latency drop with it while the code is unchanged."""
+    try:
+        with open("/proc/stat") as stat:
+            fields = [int(v) for v in stat.readline().split()[1:9]]
+    except (OSError, ValueError):
+        return None
+    return fields[7], sum(fields)
+
+
+def stolen_share(before: tuple[int, int] | None, after: tuple[int, int] | None) -> float | None:
+    if before is None or after is None or after[1] <= before[1]:
+        return None
+    return (after[0] - before[0]) / (after[1] - before[1])
