@@ -14,6 +14,7 @@ import pytest
 
 from bot.cli import _on_one_cpu
 from bot.config import Config, StorageConfig
+from bot.one_cpu import MOVE_MARGIN, CpuTicks, quietest_cpu
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -111,3 +112,49 @@ def test_only_the_sqlite_service_pins() -> None:
     assert not _on_one_cpu("run", postgres)
     off = Config(storage=StorageConfig(one_cpu=False))
     assert not _on_one_cpu("run", off)
+
+
+def _ticks(**busy: int) -> dict[int, CpuTicks]:
+    """Two checks 200 ticks apart, with `busy` ticks of them used on each CPU ("cpu0"...)."""
+    return {int(name[3:]): CpuTicks(200, used) for name, used in busy.items()}
+
+
+ZERO = {0: CpuTicks(0, 0), 1: CpuTicks(0, 0)}
+
+
+def test_the_threads_move_only_off_a_cpu_that_other_work_has_taken() -> None:
+    assert quietest_cpu(0, ZERO, _ticks(cpu0=0, cpu1=0), ours=0) == 0
+    assert quietest_cpu(0, ZERO, _ticks(cpu0=190, cpu1=10), ours=185) == 0  # busy with us
+    assert quietest_cpu(0, ZERO, _ticks(cpu0=190, cpu1=10), ours=20) == 1  # taken by others
+    assert quietest_cpu(1, ZERO, _ticks(cpu0=20, cpu1=200), ours=100) == 0
+    # Within the margin: no move, so that two equally busy CPUs do not trade the process.
+    slightly = int(200 * MOVE_MARGIN) - 2
+    assert quietest_cpu(0, ZERO, _ticks(cpu0=slightly + 10, cpu1=10), ours=0) == 0
+    assert quietest_cpu(0, ZERO, _ticks(cpu1=0), ours=0) == 0  # nothing known of ours
+
+
+KEEPER = """
+import json, os, subprocess, sys, time
+from bot.one_cpu import one_cpu
+
+with one_cpu(check_seconds=0.2) as cpu:
+    hog = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    try:
+        os.sched_setaffinity(hog.pid, {cpu})
+        deadline = time.monotonic() + 20
+        while os.sched_getaffinity(0) == {cpu} and time.monotonic() < deadline:
+            time.sleep(0.05)
+        moved = sorted(os.sched_getaffinity(0))
+    finally:
+        hog.kill()
+        hog.wait()
+print(json.dumps({"cpu": cpu, "moved": moved}))
+"""
+
+
+def test_a_process_hogging_our_cpu_moves_every_thread_to_a_quiet_one() -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", KEEPER], capture_output=True, text=True, cwd=REPO, check=True
+    )
+    seen = json.loads(done.stdout)
+    assert len(seen["moved"]) == 1 and seen["moved"] != [seen["cpu"]]
