@@ -119,6 +119,16 @@ _GATE_PHRASES: tuple[tuple[str, frozenset[str], tuple[str, ...]], ...] = (
     ("owner", frozenset({"i", "i'm"}), ("i will", "i'm going to", "i am going to", "i can take")),
     ("owner", frozenset({"please", "can", "could"}), (",",)),
 )
+# The same by word: the signals a word gates, the (signal, phrases) a word triggers.
+_GATES_OF: dict[str, tuple[str, ...]] = {
+    word: tuple(name for name, gate in _GATE_WORDS if word in gate)
+    for word in frozenset().union(*(gate for _, gate in _GATE_WORDS))
+}
+_PHRASES_OF: dict[str, tuple[tuple[str, tuple[str, ...]], ...]] = {
+    word: tuple((name, phrases) for name, triggers, phrases in _GATE_PHRASES if word in triggers)
+    for word in frozenset().union(*(triggers for _, triggers, _ in _GATE_PHRASES))
+}
+_SIGNAL_WORDS = frozenset(_GATES_OF) | frozenset(_PHRASES_OF)
 # Punctuation around words; apostrophes, "@" and hyphens stay ("don't", "to-do").
 _WORD_SEPARATORS = str.maketrans(dict.fromkeys('.,;:!?()[]{}<>"*_`/|=+~#', " "))
 _CURRENCIES = ("€", "£", "¥", "₽")
@@ -199,10 +209,14 @@ def has_features(text: str, from_user: bool) -> bool:
         return False
     if _may_link(text) and (URL.search(text) or FILE_NAME.search(text)):
         return True
-    reading = _reading(text, from_user)
-    if reading is None:
+    gate = _gate(text, from_user)
+    if gate is None:
         return False
-    asks, signals, pieces, whole = reading
+    asks, signals = gate
+    whole = _whole(text)
+    if whole is not None and not asks and "rule" not in signals:
+        return _finds_candidate(whole, [], signals)  # only a rule reads the sentences
+    pieces = sentences(text)
     if asks and any(s.endswith("?") for s in pieces):
         return True
     if whole is not None:
@@ -220,14 +234,27 @@ def _reading(
     """What both readers go on: whether the user asks, the line's signals, its sentences, and
     the whole message as one entry (None when it is read sentence by sentence); None for a line
     with no question, no signal and no label."""
+    gate = _gate(text, from_user)
+    if gate is None:
+        return None
+    asks, signals = gate
+    return asks, signals, sentences(text), _whole(text)
+
+
+def _gate(text: str, from_user: bool) -> tuple[bool, frozenset[str]] | None:
+    """Whether the user asks, and the line's signals; None for a line with neither, nor a label."""
     asks = from_user and "?" in text
     # Most chat lines carry no signal at all: no sentence splitting, no expressions for them.
     signals = _signals(text.lower())
     if not asks and not signals and ":" not in text:
         return None
+    return asks, signals
+
+
+def _whole(text: str) -> str | None:
+    """The message as one entry, whitespace collapsed; None when it is read by sentences."""
     collapsed = " ".join(text.split())
-    whole = clip(collapsed, ENTRY_MAX_CHARS) if len(collapsed) <= WHOLE_MESSAGE_CHARS else None
-    return asks, signals, sentences(text), whole
+    return clip(collapsed, ENTRY_MAX_CHARS) if len(collapsed) <= WHOLE_MESSAGE_CHARS else None
 
 
 def _finds_candidate(text: str, pieces: list[str], signals: frozenset[str] | None = None) -> bool:
@@ -249,12 +276,14 @@ def _signals(lowered: str) -> frozenset[str]:
     """Which kinds of signal a lowered line holds: set tests, then phrases only where a trigger
     word is present; no expression runs unless a digit or a dot could start a value."""
     words = set(lowered.translate(_WORD_SEPARATORS).split())
-    found = {name for name, gate in _GATE_WORDS if not gate.isdisjoint(words)}
+    # One intersection in C finds every gate and trigger word; most lines hold none.
+    hits = _SIGNAL_WORDS.intersection(words)
+    found = {name for word in hits for name in _GATES_OF.get(word, ())}
     if "@" in lowered or "i'll" in words:
         found.add("owner")
     flat: str | None = None
-    for name, triggers, phrases in _GATE_PHRASES:
-        if name in found or triggers.isdisjoint(words):
+    for name, phrases in dict.fromkeys(p for word in hits for p in _PHRASES_OF.get(word, ())):
+        if name in found:
             continue
         if flat is None:
             flat = " ".join(lowered.split())  # a phrase may span a line break
