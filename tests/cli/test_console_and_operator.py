@@ -165,19 +165,26 @@ def test_make_run_without_env_opens_the_offline_console_room(tmp_path: Path) -> 
     assert bot_lines(run.stdout)[0].startswith("🔌 offline mode")
 
 
-def test_console_exits_cleanly_on_sigterm_while_waiting_for_input(tmp_path: Path) -> None:
+def waiting_console(tmp_path: Path, **env: str) -> subprocess.Popen[str]:
+    """`compactbot run` with no platform token: the console room, once it waits for input."""
     proc = subprocess.Popen(
         [sys.executable, "-m", "bot", "run"],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
-        env=env_for(tmp_path),
+        env=env_for(tmp_path, **env),
         cwd=tmp_path,
     )
     assert proc.stderr is not None and proc.stdin is not None
     while "Ctrl-D to quit" not in (proc.stderr.readline() or "Ctrl-D to quit"):
         pass
+    return proc
+
+
+def test_console_exits_cleanly_on_sigterm_while_waiting_for_input(tmp_path: Path) -> None:
+    proc = waiting_console(tmp_path)
+    assert proc.stdin is not None
     proc.stdin.write("alice: hello @bot\n")
     proc.stdin.flush()
     assert proc.stdout is not None

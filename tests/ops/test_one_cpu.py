@@ -15,6 +15,7 @@ import pytest
 from bot.cli import _on_one_cpu
 from bot.config import Config, StorageConfig
 from bot.one_cpu import MOVE_MARGIN, CpuTicks, quietest_cpu
+from tests.cli.test_console_and_operator import waiting_console
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -70,32 +71,15 @@ def test_the_console_service_runs_on_one_cpu_unless_told_not_to(
 ) -> None:
     config = tmp_path / "config.yaml"
     config.write_text(f"storage:\n  one_cpu: {json.dumps(one_cpu)}\n")
-    env = {
-        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
-        "HOME": str(tmp_path),
-        "COMPACTBOT_DB": str(tmp_path / "bot.db"),
-        "COMPACTBOT_CONFIG": str(config),
-        "TIKTOKEN_CACHE_DIR": os.environ.get("TIKTOKEN_CACHE_DIR", str(tmp_path / "tk")),
-    }
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "bot", "run"],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=env,
-        cwd=tmp_path,
-    )
-    assert proc.stderr is not None and proc.stdin is not None
+    proc = waiting_console(tmp_path, COMPACTBOT_CONFIG=str(config))
     try:
-        while "Ctrl-D to quit" not in (proc.stderr.readline() or "Ctrl-D to quit"):
-            pass
         # The store's threads exist by now: the writer's, the reader's, the loop's.
         assert len(list(Path(f"/proc/{proc.pid}/task").iterdir())) >= 3
         cpus = _threads_cpus(proc.pid)
     finally:
         proc.send_signal(signal.SIGTERM)
         proc.wait(timeout=20)
+        assert proc.stdin is not None
         proc.stdin.close()
     allowed = sorted(os.sched_getaffinity(0))
     if one_cpu:
