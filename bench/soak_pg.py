@@ -104,13 +104,14 @@ async def _start(procs: Fleet, workers: int) -> None:
 
 
 async def _drained(pool: asyncpg.Pool, seconds: float) -> bool:
-    """Wait until no turn is open and no reply waits to be sent."""
+    """Wait until no turn is open and no reply waits to be sent (a claimed one waits too: its
+    worker may still be pacing it)."""
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
         async with pool.acquire() as conn:
             inbox = await conn.fetchval("SELECT count(*) FROM turn_inbox WHERE state <> 'done'")
             outbox = await conn.fetchval(
-                "SELECT count(*) FROM reply_outbox WHERE state IN ('pending', 'sending')"
+                "SELECT count(*) FROM reply_outbox WHERE state IN ('pending', 'claimed', 'sending')"
             )
         if inbox == 0 and outbox == 0:
             return True

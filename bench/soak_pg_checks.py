@@ -63,7 +63,7 @@ class Verdict:
 
     @property
     def outbox_open(self) -> int:
-        return self.outbox_states["pending"] + self.outbox_states["sending"]
+        return sum(self.outbox_states[state] for state in ("pending", "claimed", "sending"))
 
 
 def reply_to(sent: SentMessage) -> int | None:
