@@ -189,10 +189,11 @@ def message_features(text: str, from_user: bool) -> Features:
     links: tuple[str, ...] = ()
     if _may_link(text):
         links = tuple(dict.fromkeys([*URL.findall(text), *FILE_NAME.findall(text)]))
-    reading = _reading(text, from_user)
-    if reading is None:
+    gate = _gate(text, from_user)
+    if gate is None:
         return Features((), links, ()) if links else NO_FEATURES
-    asks, signals, pieces, whole = reading
+    asks, signals = gate
+    pieces, whole = sentences(text), _whole(text)
     if whole is not None:
         found = _candidate(whole, pieces, signals)
         candidates = [found] if found is not None else []
@@ -226,19 +227,6 @@ def has_features(text: str, from_user: bool) -> bool:
 
 def _may_link(text: str) -> bool:
     return "://" in text or ("." in text and _FILE_EXTENSION.search(text) is not None)
-
-
-def _reading(
-    text: str, from_user: bool
-) -> tuple[bool, frozenset[str], list[str], str | None] | None:
-    """What both readers go on: whether the user asks, the line's signals, its sentences, and
-    the whole message as one entry (None when it is read sentence by sentence); None for a line
-    with no question, no signal and no label."""
-    gate = _gate(text, from_user)
-    if gate is None:
-        return None
-    asks, signals = gate
-    return asks, signals, sentences(text), _whole(text)
 
 
 def _gate(text: str, from_user: bool) -> tuple[bool, frozenset[str]] | None:
