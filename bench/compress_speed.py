@@ -34,6 +34,9 @@ TARGETS = {"stub": 10.0, "deterministic": 5.0, "no counts": 3.0}
 HERMES_PEAK_MB = 61.0
 CHILD_TIMEOUT_SECONDS = 300
 LATER_CALLS, LATER_CALLS_BELOW = 5, 20_000  # bigger chats: one later call
+# A process on a chat below LATER_CALLS_BELOW takes well under a second: this many times the
+# processes there, so one noisy moment on a shared machine cannot move the median.
+SMALL_CHAT_PROCESSES = 3
 
 
 class StubSummarizer:
@@ -50,13 +53,16 @@ class Results:
 
 
 def measure(results: Results, *, reps: int, sizes: tuple[int, ...] = SIZES) -> None:
-    """Fresh child processes, interleaved by mode so a noisy moment hits all modes alike."""
+    """Fresh child processes, interleaved by mode so a noisy moment hits all modes alike; the
+    modes take turns going first, so none always follows the same neighbour."""
     with tempfile.TemporaryDirectory(prefix="bench-compress-") as tmp:
         for size in sizes:
             counts_file = Path(tmp) / f"counts-{size}.json"
             counts_file.write_text(json.dumps(_stored(size)))
-            for _ in range(reps):
-                for mode in MODES:
+            processes = reps * (SMALL_CHAT_PROCESSES if size < LATER_CALLS_BELOW else 1)
+            for rep in range(processes):
+                first = rep % len(MODES)
+                for mode in MODES[first:] + MODES[:first]:
                     run = _child(size, mode, counts_file)
                     results.runs.setdefault((size, mode), []).append(run)
         biggest = max(sizes)
