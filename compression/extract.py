@@ -13,9 +13,9 @@ from compression.features import (
     Candidate,
     Features,
     has_features,
-    may_weigh,
     message_features,
 )
+from compression.line_weight import may_weigh
 from compression.memory import MemoryEntry, MemoryUpdate
 from compression.redact import redact
 from compression.salient import clip

@@ -9,9 +9,6 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from functools import lru_cache
-
-from ahocorasick_rs import MATCHKIND_STANDARD, BytesAhoCorasick, Implementation
 
 from compression.line_subjects import (
     SUBJECT_SCAN_CHARS,
@@ -20,9 +17,16 @@ from compression.line_subjects import (
     split_label,
     subject_of,
 )
+from compression.line_weight import (
+    CURRENCIES,
+    FILE_EXTENSION,
+    KEEP_MARKERS,
+    LONG_LINE_CHARS,
+    has_value,
+    value_weight,
+)
 from compression.salient import (
     ACTION,
-    FILE_EXTENSIONS,
     FILE_NAME,
     MENTION,
     URL,
@@ -31,7 +35,6 @@ from compression.salient import (
     sentences,
 )
 
-FEATURE_CACHE_MESSAGES = 65_536
 # A message this short is one entry: "CONSTRAINT: Spend cap is €800. Never exceed it." keeps
 # its cap and its rule together instead of two half-entries.
 WHOLE_MESSAGE_CHARS = 280
@@ -68,32 +71,6 @@ _DUE = re.compile(
     r"day|tomorrow|tonight|next\s+week)\b",
     re.IGNORECASE,
 )
-# Exact values a summary must not lose: dates, amounts, codes mixing letters and digits.
-_STRONG_VALUE = re.compile(
-    r"\d{4}-\d{2}-\d{2}|[$€£¥₽]\s?\d|\d\s?(?:€|eur|usd|gbp)\b|\d{1,3}(?:,\d{3})+|"
-    r"\b[A-Z]{2,}[-_]?[A-Z0-9]*\d[\w-]*|\b[A-Za-z]+\d+[A-Za-z]+\w*|\b[A-Za-z]{3,}\d+\b|"
-    r"\bv?\d+\.\d+\.\d+"
-)
-_NUMBER = re.compile(r"\b\d{3,}\b")
-_WEAK_VALUE = re.compile(
-    r"\d|\b(?:monday|tuesday|wednesday|thursday|friday|saturday|sunday)\b", re.IGNORECASE
-)
-# Wording that sets a standing rule for the group rather than describing a habit.
-_NORMATIVE = ("from now on", "not allowed", "nowhere else", "mandatory", "forbidden",
-              "in this group", "in this chat", "prohibited")  # fmt: skip
-# Someone asking the group to keep something: what people expect a memory to hold.
-_KEEP_MARKERS = (
-    "for the record",
-    "remember i said",
-    "remember this",
-    "i suggested",
-    "i was the one",
-    "codename",
-    "keep in mind",
-    "don't forget",
-)
-# Long lines are mostly chatter; a planted rule or value is a sentence or two.
-LONG_LINE_CHARS = (160, 240)
 # Word gates per kind of signal: one split of the line into a set, then set tests, before any
 # expression runs. Each word set covers what that kind's expression can match (all of them
 # anchor on a word boundary); a phrase gate is tested only when its trigger word is present.
@@ -131,7 +108,6 @@ _PHRASES_OF: dict[str, tuple[tuple[str, tuple[str, ...]], ...]] = {
 _SIGNAL_WORDS = frozenset(_GATES_OF) | frozenset(_PHRASES_OF)
 # Punctuation around words; apostrophes, "@" and hyphens stay ("don't", "to-do").
 _WORD_SEPARATORS = str.maketrans(dict.fromkeys('.,;:!?()[]{}<>"*_`/|=+~#', " "))
-_CURRENCIES = ("€", "£", "¥", "₽")
 _WEEKDAYS = frozenset(
     {"monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"}
 )
@@ -140,21 +116,6 @@ _WEEKDAYS = frozenset(
 _COPULA_WORDS = frozenset({"is", "are", "was", "were", "be", "been", "changed", "moved",
                            "moves", "set", "becomes", "equals"})  # fmt: skip
 COPULA_HEAD_WORDS = 16
-_FILE_EXTENSION = re.compile(rf"\.(?:{FILE_EXTENSIONS})\b")
-# may_weigh()'s markers by what finding one means: a value or a standing rule (the line may
-# weigh 3), a "remember" marker (2), or a weekday's "day" (the 1 that makes a marker's 2 a 3).
-_STRONG, _KEEP, _DAY = range(3)
-_MARKERS_BY_KIND = (
-    (_STRONG, (":", "$", *"0123456789", "://", ".example", *_CURRENCIES, *_NORMATIVE)),
-    (_KEEP, _KEEP_MARKERS),
-    (_DAY, ("day",)),
-)
-_MARKER_KINDS = tuple(kind for kind, markers in _MARKERS_BY_KIND for _ in markers)
-_WEIGHT_MARKERS = BytesAhoCorasick(
-    [marker.encode() for _, markers in _MARKERS_BY_KIND for marker in markers],
-    matchkind=MATCHKIND_STANDARD,
-    implementation=Implementation.DFA,
-)
 
 
 @dataclass(frozen=True, slots=True)
@@ -226,7 +187,7 @@ def has_features(text: str, from_user: bool) -> bool:
 
 
 def _may_link(text: str) -> bool:
-    return "://" in text or ("." in text and _FILE_EXTENSION.search(text) is not None)
+    return "://" in text or ("." in text and FILE_EXTENSION.search(text) is not None)
 
 
 def _gate(text: str, from_user: bool) -> tuple[bool, frozenset[str]] | None:
@@ -255,9 +216,9 @@ def _finds_candidate(text: str, pieces: list[str], signals: frozenset[str] | Non
         return False
     if label or _kind(text, lowered, pieces, signals) is not None:
         return True
-    if "keep" in signals and any(marker in lowered for marker in _KEEP_MARKERS):
+    if "keep" in signals and any(marker in lowered for marker in KEEP_MARKERS):
         return True
-    return "value" in signals and _has_value(text)
+    return "value" in signals and has_value(text)
 
 
 def _signals(lowered: str) -> frozenset[str]:
@@ -285,8 +246,8 @@ def _signals(lowered: str) -> frozenset[str]:
         or "$" in lowered
         or (":" in lowered and "://" in lowered)
         or ".example" in lowered
-        or (not lowered.isascii() and any(map(lowered.__contains__, _CURRENCIES)))
-        or ("." in lowered and _FILE_EXTENSION.search(lowered))
+        or (not lowered.isascii() and any(map(lowered.__contains__, CURRENCIES)))
+        or ("." in lowered and FILE_EXTENSION.search(lowered))
         # A weekday is a value beside another signal or as what a statement sets ("the deploy
         # day is Tuesday"); alone in chatter ("see you thursday") it is not.
         or (not _WEEKDAYS.isdisjoint(words) and (found or _weekday_statement(lowered)))
@@ -318,8 +279,8 @@ def _candidate(
         return None  # no keyword, no value, no label: chatter
     labelled = label_kind(label) if label else None
     kind = labelled or _kind(text, lowered, pieces, signals)
-    value = _value_weight(text) if "value" in signals else 0
-    keep = "keep" in signals and any(marker in lowered for marker in _KEEP_MARKERS)
+    value = value_weight(text) if "value" in signals else 0
+    keep = "keep" in signals and any(marker in lowered for marker in KEEP_MARKERS)
     if kind is None:
         if not (value or keep or label):
             return None  # as _finds_candidate() decides
@@ -370,72 +331,6 @@ def _kind(
     return None
 
 
-@lru_cache(maxsize=FEATURE_CACHE_MESSAGES)
-def text_weight(text: str) -> int:
-    """How much a summary loses without this line: exact values, labels, "remember" markers."""
-    label, _ = split_label(text)
-    lowered = text.lower()
-    keep = any(marker in lowered for marker in _KEEP_MARKERS)
-    normative = any(marker in lowered for marker in _NORMATIVE)
-    length = sum(len(text) > limit for limit in LONG_LINE_CHARS)
-    return (
-        _value_weight(text)
-        + (2 if keep else 0)
-        + (2 if label else 0)
-        + (2 if normative else 0)
-        - length
-    )
-
-
-def may_weigh(text: str, minimum: int, lowered: str | None = None) -> bool:
-    """False when no line of `text` can reach `text_weight` >= `minimum` (2 or more): without
-    a digit, link, file, currency, label or marker every line weighs at most a weekday's 1.
-    `lowered`: `text.lower()`, if the caller has it."""
-    if minimum <= 1:
-        return True
-    # One automaton pass over the lowered text for every marker, instead of a scan per marker
-    # (a superset of what the exact tests find, which is all a gate needs); overlapping, so
-    # that no marker hides another. Searched as UTF-8, in which a marker's bytes occur only
-    # where its characters do; "surrogatepass" takes a lone surrogate too, which no marker holds.
-    found = _WEIGHT_MARKERS.find_matches_as_indexes(
-        (lowered or text.lower()).encode("utf-8", "surrogatepass"), True
-    )
-    ascii = text.isascii()
-    if ("." in text and _FILE_EXTENSION.search(text)) or (not ascii and has_digit(text)):
-        return True  # a file name, or digits of other scripts
-    if not found:
-        return False
-    kinds = {_MARKER_KINDS[m[0]] for m in found}
-    return _STRONG in kinds or (_KEEP in kinds and (minimum < 3 or _DAY in kinds))
-
-
 def _strip_opening(text: str) -> str:
     label, body = split_label(text)
     return body if label else text
-
-
-def _value_weight(text: str) -> int:
-    """3 for an exact value (a date, an amount, a code, a URL or file), 2 for a long number,
-    1 for any other number or a weekday."""
-    if _names_a_place(text):
-        return 3
-    digit = has_digit(text)
-    if digit and _STRONG_VALUE.search(text):
-        return 3
-    if digit and _NUMBER.search(text):
-        return 2
-    return 1 if digit or _names_weekday(text) else 0
-
-
-def _has_value(text: str) -> bool:
-    """`_value_weight(text) > 0`, without telling exact values from plain numbers."""
-    return _names_a_place(text) or has_digit(text) or _names_weekday(text)
-
-
-def _names_a_place(text: str) -> bool:
-    """A URL, an example domain or a file name: an exact value by itself."""
-    return "://" in text or ".example" in text or ("." in text and bool(FILE_NAME.search(text)))
-
-
-def _names_weekday(text: str) -> bool:
-    return "day" in text.lower() and _WEAK_VALUE.search(text) is not None

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from compression.extract import BACKUP_MIN_WEIGHT, extract_update
-from compression.features import text_weight
+from compression.line_weight import text_weight
 from compression.memory import (
     Memory,
     MemoryEntry,

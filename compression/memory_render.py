@@ -6,7 +6,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from compression import template as t
-from compression.features import text_weight
+from compression.line_weight import text_weight
 from compression.memory import EntryKind, Memory, MemoryEntry, norm_text
 
 # Most salient first: the latest ask, who is here, then rules, decisions, open actions, values.

@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, cast
 
 from compression.extract import BACKUP_MIN_WEIGHT, finds_features, too_light_for_backup
-from compression.features import may_weigh
+from compression.line_weight import may_weigh
 from compression.messages import is_summary_message
 from compression.redact import may_hold_secret, redact, redact_value
 from compression.summary_input import BODY_LIMIT_CHARS, truncate_body

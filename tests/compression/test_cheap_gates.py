@@ -8,7 +8,8 @@ import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from compression.features import has_features, may_weigh, message_features, text_weight
+from compression.features import has_features, message_features
+from compression.line_weight import may_weigh, text_weight
 from compression.salient import has_digit
 
 TEXTS = st.text(alphabet=st.sampled_from("ab9 :.$\n٣€Monday"), max_size=40)
@@ -43,18 +44,18 @@ def test_may_weigh_never_hides_a_weight(words: list[str]) -> None:
 
 def _scanned_may_weigh(text: str, minimum: int) -> bool:
     """may_weigh() spelled out one substring test per marker: what its automaton stands for."""
-    from compression.features import _CURRENCIES, _FILE_EXTENSION, _KEEP_MARKERS, _NORMATIVE
+    from compression.line_weight import CURRENCIES, FILE_EXTENSION, KEEP_MARKERS, NORMATIVE
 
     if minimum <= 1 or ":" in text or "$" in text or has_digit(text):
         return True
-    if "://" in text or ".example" in text or _FILE_EXTENSION.search(text):
+    if "://" in text or ".example" in text or FILE_EXTENSION.search(text):
         return True
-    if any(currency in text for currency in _CURRENCIES):
+    if any(currency in text for currency in CURRENCIES):
         return True
     lowered = text.lower()
-    if any(marker in lowered for marker in _NORMATIVE):
+    if any(marker in lowered for marker in NORMATIVE):
         return True
-    keep = any(marker in lowered for marker in _KEEP_MARKERS)
+    keep = any(marker in lowered for marker in KEEP_MARKERS)
     return keep and (minimum < 3 or "day" in lowered)
 
 

@@ -10,7 +10,8 @@ from typing import Any
 
 from compression import CompressorConfig, ContextCompressor
 from compression.extract import DONE_TOOL_CALLS_PER_SPAN, extract_update
-from compression.features import may_weigh, message_features
+from compression.features import message_features
+from compression.line_weight import may_weigh
 
 TODAY = dt.date(2026, 12, 1)
 # Long unpunctuated chatter: a weekday, "is", "will", "please", "need" and no owner or value.
