@@ -16,7 +16,7 @@ COPY scheduler ./scheduler
 RUN pip install . \
     && useradd --create-home --uid 10001 compactbot \
     && mkdir -p /data /app/.tiktoken \
-    && python -c "from compression.tokens import seed_tiktoken_cache; seed_tiktoken_cache()" \
+    && python -c "from compactbot.compression.tokens import seed_tiktoken_cache; seed_tiktoken_cache()" \
     && chown -R compactbot /data /app/.tiktoken
 
 USER compactbot

@@ -11,8 +11,8 @@ import threading
 from collections.abc import AsyncIterator, Callable, Iterable
 from typing import TextIO
 
-from bot.events import InboundMessage, ReplyTarget
-from bot.gateway import Gateway
+from compactbot.bot.events import InboundMessage, ReplyTarget
+from compactbot.bot.gateway import Gateway
 
 PLATFORM = "console"
 DEFAULT_SPEAKER = "you"

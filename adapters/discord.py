@@ -11,39 +11,39 @@ from typing import TYPE_CHECKING, Any, Protocol
 import discord
 from discord import app_commands
 
-from adapters.discord_client import PlatformClient, ShardedClient
-from adapters.discord_gating import (
+from compactbot.adapters.discord_client import PlatformClient, ShardedClient
+from compactbot.adapters.discord_gating import (
     PLATFORM,
     ignore_reason,
     is_admin_permissions,
     message_facts,
     to_inbound,
 )
-from adapters.discord_http import TOO_MANY_REQUESTS, rate_limit_trace
-from adapters.discord_media import download_attachment
-from adapters.discord_slash import (
+from compactbot.adapters.discord_http import TOO_MANY_REQUESTS, rate_limit_trace
+from compactbot.adapters.discord_media import download_attachment
+from compactbot.adapters.discord_slash import (
     PRIVATE_REPLY_COMMANDS,
     PendingInteractions,
     slash_commands,
     slash_inbound,
 )
-from adapters.discord_stream import TRANSPORT_ERRORS, DiscordStreamSurface
-from adapters.discord_text import discord_chunks, neutralize_mass_mentions
-from bot.events import (
+from compactbot.adapters.discord_stream import TRANSPORT_ERRORS, DiscordStreamSurface
+from compactbot.adapters.discord_text import discord_chunks, neutralize_mass_mentions
+from compactbot.bot.events import (
     Adapter,
     Attachment,
     DeliveryError,
     InboundMessage,
     ReplyTarget,
 )
-from bot.identify_pacing import IdentifyPacing
-from bot.lanes import LaneScheduler
-from bot.plugins import RUN, Role
-from bot.streaming import PacedStream, ReplyStream
+from compactbot.bot.identify_pacing import IdentifyPacing
+from compactbot.bot.lanes import LaneScheduler
+from compactbot.bot.plugins import RUN, Role
+from compactbot.bot.streaming import PacedStream, ReplyStream
 
 if TYPE_CHECKING:
-    from bot.config import Config
-    from bot.services import Services
+    from compactbot.bot.config import Config
+    from compactbot.bot.services import Services
 
 log = logging.getLogger(__name__)
 

@@ -8,12 +8,12 @@ from typing import TYPE_CHECKING
 
 import discord
 
-from adapters.discord_gating import PLATFORM, ignore_reason, message_facts, to_inbound
-from bot.events import chat_key
-from bot.message_changes import apply_delete, apply_edit
+from compactbot.adapters.discord_gating import PLATFORM, ignore_reason, message_facts, to_inbound
+from compactbot.bot.events import chat_key
+from compactbot.bot.message_changes import apply_delete, apply_edit
 
 if TYPE_CHECKING:
-    from bot.services import Services
+    from compactbot.bot.services import Services
 
 log = logging.getLogger(__name__)
 

@@ -9,13 +9,13 @@ from typing import TYPE_CHECKING, Any, Protocol
 import discord
 from discord import app_commands
 
-from adapters.discord_changes import on_raw_delete, on_raw_edit
+from compactbot.adapters.discord_changes import on_raw_delete, on_raw_edit
 
 if TYPE_CHECKING:
-    from bot.identify_pacing import IdentifyPacing
-    from bot.services import Services
+    from compactbot.bot.identify_pacing import IdentifyPacing
+    from compactbot.bot.services import Services
 
-log = logging.getLogger("adapters.discord")
+log = logging.getLogger("compactbot.adapters.discord")
 
 
 class ClientHost(Protocol):

@@ -7,8 +7,8 @@ import asyncio
 import aiohttp
 import discord
 
-from bot.config import Config
-from bot.doctor_report import Finding, fix, ok, skip
+from compactbot.bot.config import Config
+from compactbot.bot.doctor_report import Finding, fix, ok, skip
 
 AREA = "discord"
 

@@ -12,8 +12,8 @@ from typing import Literal
 
 import discord
 
-from bot.events import Attachment, InboundMessage
-from bot.unicode_repair import repair_text
+from compactbot.bot.events import Attachment, InboundMessage
+from compactbot.bot.unicode_repair import repair_text
 
 PLATFORM = "discord"
 # A user mention and the blanks after it, so "<@bot> hi" becomes "hi", not " hi".

@@ -6,10 +6,10 @@ from typing import TYPE_CHECKING
 
 import aiohttp
 
-from adapters.discord_gating import PLATFORM
+from compactbot.adapters.discord_gating import PLATFORM
 
 if TYPE_CHECKING:
-    from bot.metrics import Metrics
+    from compactbot.bot.metrics import Metrics
 
 # Our own 429 handling only sees one without Discord's `Via` header (a Cloudflare limit).
 TOO_MANY_REQUESTS = 429

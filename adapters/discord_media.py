@@ -5,8 +5,8 @@ from __future__ import annotations
 import aiohttp
 import discord
 
-from bot.events import Attachment
-from bot.media import MediaError
+from compactbot.bot.events import Attachment
+from compactbot.bot.media import MediaError
 
 
 async def download_attachment(

@@ -14,8 +14,8 @@ from typing import Any
 import discord
 from discord import app_commands
 
-from adapters.discord_gating import PLATFORM, is_admin_permissions
-from bot.events import InboundMessage
+from compactbot.adapters.discord_gating import PLATFORM, is_admin_permissions
+from compactbot.bot.events import InboundMessage
 
 # Discord keeps an interaction token (and so its followup webhook) valid for 15 minutes.
 INTERACTION_TTL_SECONDS = 14 * 60

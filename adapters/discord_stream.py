@@ -14,8 +14,8 @@ from typing import Any
 import aiohttp
 import discord
 
-from adapters.discord_text import discord_chunks, neutralize_mass_mentions
-from bot.streaming import FloodWait, PreviewFailed
+from compactbot.adapters.discord_text import discord_chunks, neutralize_mass_mentions
+from compactbot.bot.streaming import FloodWait, PreviewFailed
 
 # A preview frame fits one message; the final text is split properly instead.
 PREVIEW_MAX_CHARS = 1990

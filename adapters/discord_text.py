@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from adapters.chunking import classify_lines, split_message, utf16_len
+from compactbot.adapters.chunking import classify_lines, split_message, utf16_len
 
 # Discord's limit for message content. Measured in UTF-16 units, which is never less than the
 # character count, so a chunk fits whichever of the two Discord counts.

@@ -31,8 +31,8 @@ from telegram import (
 from telegram.error import TelegramError
 from telegram.ext import Application, ApplicationBuilder
 
-from adapters.telegram_delivery import TelegramSender, WireMarkingLimiter
-from adapters.telegram_gating import (
+from compactbot.adapters.telegram_delivery import TelegramSender, WireMarkingLimiter
+from compactbot.adapters.telegram_gating import (
     PLATFORM,
     Addressing,
     BotSelf,
@@ -41,20 +41,26 @@ from adapters.telegram_gating import (
     skip_reason,
     to_inbound,
 )
-from adapters.telegram_ingest import UpdateIngest
-from adapters.telegram_media import download_file
-from adapters.telegram_pacing import SharedPacing
-from adapters.telegram_polling import UpdatePoller
-from adapters.telegram_stream import open_telegram_stream
-from adapters.telegram_webhook import WebhookServer
-from bot.admin_cache import AdminCache
-from bot.config import Config, TelegramConfig
-from bot.events import Attachment, DeliveryError, InboundMessage, ReplyTarget, StartupError
-from bot.gateway import Gateway
-from bot.message_changes import apply_edit
-from bot.plugins import RUN, Role
-from bot.store import PostgresStore
-from bot.streaming import ReplyStream
+from compactbot.adapters.telegram_ingest import UpdateIngest
+from compactbot.adapters.telegram_media import download_file
+from compactbot.adapters.telegram_pacing import SharedPacing
+from compactbot.adapters.telegram_polling import UpdatePoller
+from compactbot.adapters.telegram_stream import open_telegram_stream
+from compactbot.adapters.telegram_webhook import WebhookServer
+from compactbot.bot.admin_cache import AdminCache
+from compactbot.bot.config import Config, TelegramConfig
+from compactbot.bot.events import (
+    Attachment,
+    DeliveryError,
+    InboundMessage,
+    ReplyTarget,
+    StartupError,
+)
+from compactbot.bot.gateway import Gateway
+from compactbot.bot.message_changes import apply_edit
+from compactbot.bot.plugins import RUN, Role
+from compactbot.bot.store import PostgresStore
+from compactbot.bot.streaming import ReplyStream
 
 log = logging.getLogger(__name__)
 

@@ -24,11 +24,11 @@ from telegram.error import (
 from telegram.ext import AIORateLimiter
 from telegram.warnings import PTBDeprecationWarning
 
-from adapters.telegram_html import html_to_plain, render_chunks
-from adapters.telegram_pacing import SharedPacing
-from bot.events import DeliveryError, ReplyTarget
-from bot.metrics import Metrics
-from bot.wire import arrived, leaving, refused
+from compactbot.adapters.telegram_html import html_to_plain, render_chunks
+from compactbot.adapters.telegram_pacing import SharedPacing
+from compactbot.bot.events import DeliveryError, ReplyTarget
+from compactbot.bot.metrics import Metrics
+from compactbot.bot.wire import arrived, leaving, refused
 
 log = logging.getLogger(__name__)
 

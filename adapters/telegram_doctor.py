@@ -5,8 +5,8 @@ from __future__ import annotations
 from telegram import Bot
 from telegram.error import InvalidToken, NetworkError, TelegramError
 
-from bot.config import Config
-from bot.doctor_report import Finding, fix, ok, shown_url, skip
+from compactbot.bot.config import Config
+from compactbot.bot.doctor_report import Finding, fix, ok, shown_url, skip
 
 AREA = "telegram"
 DEFAULT_BASE_URL = "https://api.telegram.org/bot"  # PTB's defaults

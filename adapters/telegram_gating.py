@@ -12,7 +12,7 @@ from typing import Literal
 
 from telegram import Chat, Message, MessageEntity, Update
 
-from bot.events import Attachment, InboundMessage, chat_key
+from compactbot.bot.events import Attachment, InboundMessage, chat_key
 
 PLATFORM = "telegram"
 # Telegram requires every bot username to end in "bot"; a mention of one is a command to it.

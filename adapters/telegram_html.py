@@ -6,7 +6,7 @@ import html
 import re
 from html.parser import HTMLParser
 
-from adapters.chunking import Line, classify_lines, split_message, utf16_len
+from compactbot.adapters.chunking import Line, classify_lines, split_message, utf16_len
 
 TELEGRAM_MAX_UTF16 = 4096  # Bot API limit for one message, counted in UTF-16 code units
 # Link schemes Telegram opens safely; javascript:, data: and friends are rendered as plain text.

@@ -15,9 +15,9 @@ from typing import Any
 
 from telegram import Bot, Update
 
-from bot.store.dead_letters import DeadLetterStore
-from bot.unicode_repair import repair_json
-from compression.redact import redact
+from compactbot.bot.store.dead_letters import DeadLetterStore
+from compactbot.bot.unicode_repair import repair_json
+from compactbot.compression.redact import redact
 
 log = logging.getLogger(__name__)
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 from telegram import Bot
 from telegram.error import TelegramError
 
-from bot.events import Attachment
-from bot.media import MediaError
+from compactbot.bot.events import Attachment
+from compactbot.bot.media import MediaError
 
 
 async def download_file(bot: Bot, attachment: Attachment, max_bytes: int) -> bytes:

@@ -20,7 +20,7 @@ from telegram import Bot
 from telegram.error import TelegramError
 from telegram.warnings import PTBUserWarning
 
-from adapters.telegram_ingest import IngestError, UpdateIngest, update_id_of
+from compactbot.adapters.telegram_ingest import IngestError, UpdateIngest, update_id_of
 
 log = logging.getLogger(__name__)
 

@@ -16,8 +16,8 @@ from telegram import Bot, LinkPreviewOptions, ReplyParameters
 from telegram.constants import ParseMode
 from telegram.error import BadRequest, NetworkError, RetryAfter, TelegramError
 
-from adapters.chunking import utf16_len
-from adapters.telegram_delivery import (
+from compactbot.adapters.chunking import utf16_len
+from compactbot.adapters.telegram_delivery import (
     MAX_RETRY_AFTER_SECONDS,
     MAX_RETRY_AFTER_WAITS,
     NETWORK_BACKOFF_SECONDS,
@@ -26,9 +26,15 @@ from adapters.telegram_delivery import (
     address,
     retry_after_seconds,
 )
-from adapters.telegram_html import html_to_plain, render_chunks
-from bot.events import DeliveryError, ReplyTarget
-from bot.streaming import DEFAULT_INTERVAL_SECONDS, Clock, FloodWait, PacedStream, PreviewFailed
+from compactbot.adapters.telegram_html import html_to_plain, render_chunks
+from compactbot.bot.events import DeliveryError, ReplyTarget
+from compactbot.bot.streaming import (
+    DEFAULT_INTERVAL_SECONDS,
+    Clock,
+    FloodWait,
+    PacedStream,
+    PreviewFailed,
+)
 
 log = logging.getLogger(__name__)
 

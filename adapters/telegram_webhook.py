@@ -16,7 +16,7 @@ from typing import Any
 
 from aiohttp import web
 
-from adapters.telegram_ingest import IngestError, excerpt
+from compactbot.adapters.telegram_ingest import IngestError, excerpt
 
 log = logging.getLogger(__name__)
 

@@ -71,8 +71,8 @@ def measure(results: Results, *, reps: int, sizes: tuple[int, ...] = SIZES) -> N
 
 
 def _stored(size: int) -> dict[str, list[int]]:
-    from compression.message_hints import message_hints
-    from compression.tokens import TokenCounter
+    from compactbot.compression.message_hints import message_hints
+    from compactbot.compression.tokens import TokenCounter
 
     counter = TokenCounter(None, cache_entries=0)
     messages = hermes_chat(size)
@@ -92,8 +92,8 @@ def _child(size: int, mode: str, counts_file: Path, *, trace: bool = False) -> d
 
 
 async def _child_main(size: int, mode: str, stored: dict | None, trace: bool) -> dict[str, Any]:
-    from compression import CompressorConfig, ContextCompressor
-    from compression.tokens import uncached_counter_for
+    from compactbot.compression import CompressorConfig, ContextCompressor
+    from compactbot.compression.tokens import uncached_counter_for
 
     messages = hermes_chat(size)
     summarizer = None if mode == "deterministic" else StubSummarizer()
@@ -124,7 +124,7 @@ async def _child_main(size: int, mode: str, stored: dict | None, trace: bool) ->
 async def _later_calls(size: int, mode: str, stored: dict | None) -> float:
     """The median of a few more calls in the same process, each on a chat built afresh: what a
     compaction costs once the process has run one (shown beside the first call, not instead)."""
-    from compression import CompressorConfig, ContextCompressor
+    from compactbot.compression import CompressorConfig, ContextCompressor
 
     summarizer = None if mode == "deterministic" else StubSummarizer()
     times = []

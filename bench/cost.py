@@ -13,10 +13,10 @@ from bench.drive import Clock, request_key, truncate
 from bench.report import Section, pct, quantile, table
 from bench.summarizers import ExtractiveLLMSummarizer
 from bench.workloads import Workload, chat_room
-from bot.tools import TOOL_SCHEMAS
-from compression import CompressorConfig, ContextCompressor
-from compression.messages import role_of
-from compression.tokens import counter_for
+from compactbot.bot.tools import TOOL_SCHEMAS
+from compactbot.compression import CompressorConfig, ContextCompressor
+from compactbot.compression.messages import role_of
+from compactbot.compression.tokens import counter_for
 
 CHAT_MESSAGES = 5_000
 QUICK_CHAT_MESSAGES = 2_000

@@ -16,8 +16,8 @@ from bench.drive import drive
 from bench.report import Section, pct, table
 from bench.summarizers import LossySummarizer
 from bench.workloads import NAMES, chat_room
-from compression import CompressorConfig, ContextCompressor, SummaryRequest
-from compression.tokens import counter_for
+from compactbot.compression import CompressorConfig, ContextCompressor, SummaryRequest
+from compactbot.compression.tokens import counter_for
 
 WINDOWS = (8_192, 128_000, 200_000, 1_000_000)
 SIZES = (1_000, 5_000, 50_000)

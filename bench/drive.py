@@ -17,9 +17,9 @@ from typing import Any, Literal
 from bench.probes import Context, Verdict, pin_intact, probe
 from bench.validity import transcript_violations, violations
 from bench.workloads import Workload
-from compression import CompressorConfig, ContextCompressor, Summarizer
-from compression.messages import role_of
-from compression.tokens import counter_for
+from compactbot.compression import CompressorConfig, ContextCompressor, Summarizer
+from compactbot.compression.messages import role_of
+from compactbot.compression.tokens import counter_for
 
 StrategyKind = Literal["compressor", "truncation", "none"]
 

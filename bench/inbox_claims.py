@@ -13,9 +13,9 @@ import asyncio
 import sys
 import time
 
-from bot.store import PostgresStore
-from bot.store.base import InboxEntry, IngestItem, NewMessage
-from bot.store.postgres_inbox import InboxJob, Say
+from compactbot.bot.store import PostgresStore
+from compactbot.bot.store.base import InboxEntry, IngestItem, NewMessage
+from compactbot.bot.store.postgres_inbox import InboxJob, Say
 from tests import postgres_server
 
 INGEST_BATCH = 100

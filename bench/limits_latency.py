@@ -14,8 +14,8 @@ import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
-from bot.store import PostgresStore, SqliteStore, Store
-from bot.store.base import StoreError
+from compactbot.bot.store import PostgresStore, SqliteStore, Store
+from compactbot.bot.store.base import StoreError
 from tests import postgres_server
 
 CALLS = 2000

@@ -34,7 +34,7 @@ from bench.quality import (
 from bench.report import Section, pct, table
 from bench.verdict_tallies import attribution, count_verdict, pins_at, survival
 from bench.workloads import Workload
-from compression import Summarizer, SummaryRequest
+from compactbot.compression import Summarizer, SummaryRequest
 
 MODEL_ALIAS = "smollm2-135m-instruct"
 GGUF_NAME = "SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -166,7 +166,7 @@ async def run_bench() -> Section | None:
         return None
     import openai
 
-    from compression.openai_summarizer import OpenAISummarizer
+    from compactbot.compression.openai_summarizer import OpenAISummarizer
 
     room = workload()
     started = time.perf_counter()

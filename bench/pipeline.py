@@ -17,7 +17,7 @@ from typing import Any
 from bench.report import Section, ms, quantile, spread, table
 from bench.service import Adapter, FakeLLM, inbound, running_service
 from bench.workloads import NAMES
-from bot.store.sqlite import SqliteStore
+from compactbot.bot.store.sqlite import SqliteStore
 
 CONCURRENCY = (1, 32, 100)
 CONTEXT_TOKENS = 32_000

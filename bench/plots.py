@@ -16,7 +16,7 @@ from bench.drive import Run
 from bench.planted_items import KINDS
 from bench.quality import K_MAX, LOSSY_P, NONE
 from bench.verdict_tallies import survival
-from compression import CompressorConfig
+from compactbot.compression import CompressorConfig
 
 DPI = 80  # small files: these are committed
 STYLES = ("-", "--", "-.", ":", "-", "--", "-.")

@@ -12,7 +12,7 @@ from functools import lru_cache
 from typing import Any, Literal
 
 from bench.planted_items import Planted
-from compression.messages import text_of
+from compactbot.compression.messages import text_of
 
 Verdict = Literal["kept", "lost", "misattributed", "unbound", "stale"]
 

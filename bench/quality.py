@@ -18,7 +18,7 @@ from bench.summarizers import (
 )
 from bench.verdict_tallies import attribution, count_verdict, pins_at, survival
 from bench.workloads import Workload, chat_room
-from compression import CompressorConfig, Summarizer
+from compactbot.compression import CompressorConfig, Summarizer
 
 ROOMS = (3, 12, 50)
 # A small window compacts often, so one workload gives items that live through 10+ compactions.

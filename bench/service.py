@@ -20,12 +20,12 @@ from typing import Any
 import yaml
 from aiohttp import web
 
-from bot.app import App
-from bot.config import Config
-from bot.config_loading import load_config
-from bot.events import InboundMessage, ReplyTarget
-from bot.llm import LLMResponse
-from bot.one_cpu import one_cpu
+from compactbot.bot.app import App
+from compactbot.bot.config import Config
+from compactbot.bot.config_loading import load_config
+from compactbot.bot.events import InboundMessage, ReplyTarget
+from compactbot.bot.llm import LLMResponse
+from compactbot.bot.one_cpu import one_cpu
 
 # A reply the size of a short group-chat answer.
 REPLY_TEXT = "Sure — noted. Here is a short answer to that."

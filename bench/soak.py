@@ -24,8 +24,8 @@ from bench.chitchat import conversations
 from bench.report import Section, ms, quantile, table
 from bench.service import REPLY_TEXT, Adapter, FakeLLM, inbound, running_service
 from bench.workloads import NAMES
-from bot.events import chat_key
-from bot.store.base import StoredMessage
+from compactbot.bot.events import chat_key
+from compactbot.bot.store.base import StoredMessage
 
 CONTEXT_TOKENS = 4_000  # small on purpose: every chat compacts several times
 MAX_LLM_LATENCY_SECONDS = 0.2

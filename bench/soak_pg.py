@@ -31,7 +31,7 @@ from bench.soak_pg_kills import kill_loop, leader_appears
 from bench.soak_pg_plan import FULL, QUICK, SEED, Chaos, Plan, Throughput
 from bench.soak_pg_report import render
 from bench.soak_pg_setup import Servers, database, servers
-from bot.store import PostgresStore
+from compactbot.bot.store import PostgresStore
 
 PROGRESS_SECONDS = 15.0
 LATE_DUPLICATE_SECONDS = 1.0

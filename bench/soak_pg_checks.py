@@ -12,8 +12,8 @@ from typing import Any
 import asyncpg
 
 from bench.soak_pg_feed import ANSWER, Message, chat_id_of
-from bot.events import chat_key
-from bot.store import PostgresStore
+from compactbot.bot.events import chat_key
+from compactbot.bot.store import PostgresStore
 from tests.fakes.telegram_server import SentMessage
 
 CHANGED = ("compressed", "fallback")

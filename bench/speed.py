@@ -21,12 +21,12 @@ from bench.compress_speed import StubSummarizer
 from bench.hermes_chat import hermes_chat
 from bench.report import Section, ms, quantile, spread, table
 from bench.workloads import stress_session
-from bot.store.base import NewMessage
-from bot.store.sqlite import SqliteStore
-from compression import CompressorConfig, ContextCompressor
-from compression.hygiene import hygiene_reason
-from compression.message_hints import message_hints
-from compression.tokens import TokenCounter, counter_for
+from compactbot.bot.store.base import NewMessage
+from compactbot.bot.store.sqlite import SqliteStore
+from compactbot.compression import CompressorConfig, ContextCompressor
+from compactbot.compression.hygiene import hygiene_reason
+from compactbot.compression.message_hints import message_hints
+from compactbot.compression.tokens import TokenCounter, counter_for
 
 HYGIENE_SIZES = (100, 5_000, 50_000)
 WINDOW_TOKENS = 128_000  # the default window when the endpoint does not report one

@@ -15,11 +15,11 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from bench.planted_items import Planted
-from compression.deterministic import deterministic_summary
-from compression.summarizer import SummaryRequest
-from compression.template import HEADING_KEY_FACTS, build_summary_prompt
-from compression.tokens import TokenCounter, counter_for
-from compression.transcript import content_text, split_speaker
+from compactbot.compression.deterministic import deterministic_summary
+from compactbot.compression.summarizer import SummaryRequest
+from compactbot.compression.template import HEADING_KEY_FACTS, build_summary_prompt
+from compactbot.compression.tokens import TokenCounter, counter_for
+from compactbot.compression.transcript import content_text, split_speaker
 
 # The marker an older compressor put where it cut the middle of an oversized input.
 _OMITTED = re.compile(r"\[… (\d+) messages omitted …\]")

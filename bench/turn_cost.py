@@ -16,14 +16,14 @@ from typing import Any
 
 from bench.hermes_chat import hermes_chat
 from bench.report import Section, loglog_slope, ms, quantile, table
-from bot.compaction import SessionCompactor
-from bot.llm import LLMResponse
-from bot.runner import AgentRunner, TurnRequest
-from bot.store.base import NewMessage
-from bot.store.sqlite import SqliteStore
-from bot.working_set import WorkingSet
-from compression import CompressorConfig
-from compression.tokens import counter_for
+from compactbot.bot.compaction import SessionCompactor
+from compactbot.bot.llm import LLMResponse
+from compactbot.bot.runner import AgentRunner, TurnRequest
+from compactbot.bot.store.base import NewMessage
+from compactbot.bot.store.sqlite import SqliteStore
+from compactbot.bot.working_set import WorkingSet
+from compactbot.compression import CompressorConfig
+from compactbot.compression.tokens import counter_for
 
 SIZES = (1_000, 5_000, 50_000)
 TARGET_SECONDS = 0.001

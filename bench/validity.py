@@ -9,9 +9,9 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from compression import CompressionResult
-from compression.messages import is_real_user_message, last_index, role_of, text_of
-from compression.template import SUMMARY_END_MARKER, is_summary_text
+from compactbot.compression import CompressionResult
+from compactbot.compression.messages import is_real_user_message, last_index, role_of, text_of
+from compactbot.compression.template import SUMMARY_END_MARKER, is_summary_text
 
 Messages = Sequence[Mapping[str, Any]]
 

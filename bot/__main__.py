@@ -1,3 +1,3 @@
-from bot.cli import main
+from compactbot.bot.cli import main
 
 main()

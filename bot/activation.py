@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from bot.chat_settings import Activation
+from compactbot.bot.chat_settings import Activation
 
 
 def contains_keyword(text: str, keyword: str) -> bool:

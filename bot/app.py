@@ -10,25 +10,25 @@ from types import TracebackType
 
 import openai
 
-from bot.compaction import SessionCompactor, SummarizerFactory, UsageSink
-from bot.config import DEFAULT_CONTEXT_LENGTH, Config
-from bot.gateway import Gateway
-from bot.health import QueueProbe, Readiness, StoreProbe
-from bot.heap import freeze_startup_heap
-from bot.leadership import leadership_for
-from bot.llm import LLMClient
-from bot.llm_stream import StreamingChatClient
-from bot.llm_timing import TimedSummarizer, timed
-from bot.metrics import Metrics, QueueSample
-from bot.offline_model import OfflineModel
-from bot.operator_endpoint import OperatorEndpoint
-from bot.services import Services
-from bot.store.backends import create_store, parse_store_url
-from bot.store.base import Store
-from compression import Summarizer, compute_threshold_tokens
-from compression.engine import check_summary_model_feasibility, load_engine
-from compression.openai_summarizer import OpenAISummarizer
-from compression.tokens import counter_for
+from compactbot.bot.compaction import SessionCompactor, SummarizerFactory, UsageSink
+from compactbot.bot.config import DEFAULT_CONTEXT_LENGTH, Config
+from compactbot.bot.gateway import Gateway
+from compactbot.bot.health import QueueProbe, Readiness, StoreProbe
+from compactbot.bot.heap import freeze_startup_heap
+from compactbot.bot.leadership import leadership_for
+from compactbot.bot.llm import LLMClient
+from compactbot.bot.llm_stream import StreamingChatClient
+from compactbot.bot.llm_timing import TimedSummarizer, timed
+from compactbot.bot.metrics import Metrics, QueueSample
+from compactbot.bot.offline_model import OfflineModel
+from compactbot.bot.operator_endpoint import OperatorEndpoint
+from compactbot.bot.services import Services
+from compactbot.bot.store.backends import create_store, parse_store_url
+from compactbot.bot.store.base import Store
+from compactbot.compression import Summarizer, compute_threshold_tokens
+from compactbot.compression.engine import check_summary_model_feasibility, load_engine
+from compactbot.compression.openai_summarizer import OpenAISummarizer
+from compactbot.compression.tokens import counter_for
 
 log = logging.getLogger(__name__)
 

@@ -10,13 +10,13 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 
-from bot.chat_settings import ChatSettings
-from bot.compaction_report import CompactionReport, ReportSink
-from bot.events import Adapter, DeliveryError, ReplyTarget
-from bot.services import Services
-from bot.store.base import SessionRecord
-from compression import breaker
-from compression.hygiene import hygiene_reason
+from compactbot.bot.chat_settings import ChatSettings
+from compactbot.bot.compaction_report import CompactionReport, ReportSink
+from compactbot.bot.events import Adapter, DeliveryError, ReplyTarget
+from compactbot.bot.services import Services
+from compactbot.bot.store.base import SessionRecord
+from compactbot.compression import breaker
+from compactbot.compression.hygiene import hygiene_reason
 
 log = logging.getLogger(__name__)
 

@@ -18,16 +18,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
-from bot.limits import NoticeGate
-from bot.store.base import Store, StoredMessage
-from compression.deterministic import deterministic_summary
-from compression.memory import MemoryEntry
-from compression.summarizer import Summarizer, SummaryError, SummaryRequest
-from compression.summary_input import chunk_turns, participants, summary_turns
-from compression.template import is_summary_text, summary_body
+from compactbot.bot.limits import NoticeGate
+from compactbot.bot.store.base import Store, StoredMessage
+from compactbot.compression.deterministic import deterministic_summary
+from compactbot.compression.memory import MemoryEntry
+from compactbot.compression.summarizer import Summarizer, SummaryError, SummaryRequest
+from compactbot.compression.summary_input import chunk_turns, participants, summary_turns
+from compactbot.compression.template import is_summary_text, summary_body
 
 if TYPE_CHECKING:
-    from bot.services import Services
+    from compactbot.bot.services import Services
 
 log = logging.getLogger(__name__)
 

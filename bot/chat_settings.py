@@ -10,8 +10,8 @@ from dataclasses import dataclass
 from typing import Literal
 from zoneinfo import ZoneInfo
 
-from bot.config import Config
-from bot.config_values import (
+from compactbot.bot.config import Config
+from compactbot.bot.config_values import (
     HARD_RANGES,
     Range,
     TimeWindow,

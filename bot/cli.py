@@ -10,19 +10,19 @@ import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from bot import store_cli
-from bot.config import Config, exit_on_config_error
-from bot.config_loading import load_config
-from bot.dotenv import read_dotenv
-from bot.events import StartupError
-from bot.log_format import log_handler
-from bot.log_redaction import config_secrets, install_log_redaction
-from bot.one_cpu import one_cpu
-from bot.store.backends import parse_store_url
-from bot.store.base import StoreError
+from compactbot.bot import store_cli
+from compactbot.bot.config import Config, exit_on_config_error
+from compactbot.bot.config_loading import load_config
+from compactbot.bot.dotenv import read_dotenv
+from compactbot.bot.events import StartupError
+from compactbot.bot.log_format import log_handler
+from compactbot.bot.log_redaction import config_secrets, install_log_redaction
+from compactbot.bot.one_cpu import one_cpu
+from compactbot.bot.store.backends import parse_store_url
+from compactbot.bot.store.base import StoreError
 
 if TYPE_CHECKING:
-    from bot import plugins
+    from compactbot.bot import plugins
 
 log = logging.getLogger("compactbot")
 
@@ -116,7 +116,7 @@ def worker_role(args: argparse.Namespace) -> plugins.Role | None:
     if shards is not None and (count < 1 or max(shards) >= count):
         print(f"compactbot worker: shard ids must be below --shard-count {count}", file=sys.stderr)
         return None
-    from bot.plugins import Role
+    from compactbot.bot.plugins import Role
 
     return Role("worker", shards, count)
 
@@ -170,16 +170,16 @@ def _on_one_cpu(command: str, config: Config) -> bool:
 
 
 async def _dispatch(command: str, args: argparse.Namespace, config: Config) -> int:
-    from bot import modes, operator_cli
+    from compactbot.bot import modes, operator_cli
 
     if command == "doctor":
-        from bot.doctor import run_doctor
+        from compactbot.bot.doctor import run_doctor
 
         return await run_doctor(config, live=args.live)
     if command == "run":
         return await modes.run(config)
     if command in ("worker", "ingress"):
-        from bot import worker_mode
+        from compactbot.bot import worker_mode
 
         if command == "ingress":
             return await worker_mode.ingress(config)

@@ -12,16 +12,16 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Protocol
 
-from bot import chat_settings
-from bot.catchup import catchup
-from bot.chat_settings import ChatSettings, SettingError
-from bot.compaction_report import CompactionReport, ReportSink
-from bot.events import Adapter, DeliveryError, InboundMessage, ReplyTarget
-from bot.i18n import language_for, localize
-from bot.limits import utc_day
-from bot.services import Services
-from bot.status_report import status_text, usage_text
-from bot.store.base import NewMessage
+from compactbot.bot import chat_settings
+from compactbot.bot.catchup import catchup
+from compactbot.bot.chat_settings import ChatSettings, SettingError
+from compactbot.bot.compaction_report import CompactionReport, ReportSink
+from compactbot.bot.events import Adapter, DeliveryError, InboundMessage, ReplyTarget
+from compactbot.bot.i18n import language_for, localize
+from compactbot.bot.limits import utc_day
+from compactbot.bot.services import Services
+from compactbot.bot.status_report import status_text, usage_text
+from compactbot.bot.store.base import NewMessage
 
 log = logging.getLogger(__name__)
 

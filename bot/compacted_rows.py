@@ -6,10 +6,10 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from bot.store.base import MessageKind, NewMessage, StoredMessage
-from compression.template import is_summary_text, unwrap_merged
-from compression.tokens import TokenCounter
-from compression.transcript import content_text
+from compactbot.bot.store.base import MessageKind, NewMessage, StoredMessage
+from compactbot.compression.template import is_summary_text, unwrap_merged
+from compactbot.compression.tokens import TokenCounter
+from compactbot.compression.transcript import content_text
 
 
 def _fingerprint(message: dict[str, Any]) -> str:

@@ -10,24 +10,24 @@ from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from bot.compacted_rows import to_rows
-from bot.compaction_inputs import compress_inputs
-from bot.compaction_report import CHANGED_OUTCOMES, CompactionReport, compaction_notice
-from bot.exclusivity import CompactionLeases, Lease, Sleep, StoreLeases
-from bot.memory_inputs import memory_inputs
-from bot.metrics import Metrics
-from bot.store.base import (
+from compactbot.bot.compacted_rows import to_rows
+from compactbot.bot.compaction_inputs import compress_inputs
+from compactbot.bot.compaction_report import CHANGED_OUTCOMES, CompactionReport, compaction_notice
+from compactbot.bot.exclusivity import CompactionLeases, Lease, Sleep, StoreLeases
+from compactbot.bot.memory_inputs import memory_inputs
+from compactbot.bot.metrics import Metrics
+from compactbot.bot.store.base import (
     CompressionEvent,
     NewMessage,
     SessionRecord,
     StateDelta,
     Store,
 )
-from compression import CompressorConfig, ContextCompressor, Summarizer
-from compression.memory import Memory
-from compression.state import CompressorState
-from compression.tokens import TokenCounter
-from compression.transcript import content_text
+from compactbot.compression import CompressorConfig, ContextCompressor, Summarizer
+from compactbot.compression.memory import Memory
+from compactbot.compression.state import CompressorState
+from compactbot.compression.tokens import TokenCounter
+from compactbot.compression.transcript import content_text
 
 log = logging.getLogger(__name__)
 

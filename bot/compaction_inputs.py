@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from bot.store.base import StoredMessage
-from compression.message_hints import message_hints
-from compression.tokens import TokenCounter
+from compactbot.bot.store.base import StoredMessage
+from compactbot.compression.message_hints import message_hints
+from compactbot.compression.tokens import TokenCounter
 
 
 def compress_inputs(

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
-from compression import CompressionResult
-from compression.state import CompressorState
+from compactbot.compression import CompressionResult
+from compactbot.compression.state import CompressorState
 
 CHANGED_OUTCOMES = frozenset({"compressed", "fallback"})
 

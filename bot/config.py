@@ -18,7 +18,7 @@ from pydantic import (
     model_validator,
 )
 
-from bot.config_values import (
+from compactbot.bot.config_values import (
     HARD_RANGES,
     Range,
     check_chat_keys,
@@ -31,7 +31,7 @@ from bot.config_values import (
     check_webhook_secret,
     check_window,
 )
-from compression.redact import redact
+from compactbot.compression.redact import redact
 
 DEFAULT_DB = "./data/compactbot.db"
 # Window assumed when neither the config nor the endpoint's model list gives one (SPEC 2).

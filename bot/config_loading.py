@@ -10,7 +10,7 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ValidationError
 
-from bot.config import SECRET_KEYS, Config, ConfigError
+from compactbot.bot.config import SECRET_KEYS, Config, ConfigError
 
 DEFAULT_CONFIG_FILE = Path("config.yaml")
 

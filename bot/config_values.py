@@ -10,8 +10,8 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from pydantic import SecretStr
 
-from bot.store.backends import EXPECTED as STORE_URL_EXPECTED
-from bot.store.backends import UnsupportedStore, parse_store_url
+from compactbot.bot.store.backends import EXPECTED as STORE_URL_EXPECTED
+from compactbot.bot.store.backends import UnsupportedStore, parse_store_url
 
 
 @dataclass(frozen=True, slots=True)

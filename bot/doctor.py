@@ -12,10 +12,10 @@ from collections.abc import Iterable
 from importlib.metadata import entry_points
 from typing import TextIO
 
-from bot.config import Config
-from bot.doctor_llm import check_llm
-from bot.doctor_report import Finding, NamedCheck, fix, ok, skip
-from bot.doctor_store import check_store
+from compactbot.bot.config import Config
+from compactbot.bot.doctor_llm import check_llm
+from compactbot.bot.doctor_report import Finding, NamedCheck, fix, ok, skip
+from compactbot.bot.doctor_store import check_store
 
 ENTRY_POINT_GROUP = "compactbot.doctor_checks"
 # Each check's whole budget: a few HTTP round trips, or one tiny completion with --live.

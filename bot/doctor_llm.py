@@ -7,10 +7,10 @@ from typing import Any
 
 import openai
 
-from bot.app import endpoint_configured
-from bot.config import DEFAULT_CONTEXT_LENGTH, Config
-from bot.doctor_report import Finding, fix, ok, shown_url
-from bot.llm import context_length_of
+from compactbot.bot.app import endpoint_configured
+from compactbot.bot.config import DEFAULT_CONTEXT_LENGTH, Config
+from compactbot.bot.doctor_report import Finding, fix, ok, shown_url
+from compactbot.bot.llm import context_length_of
 
 REQUEST_TIMEOUT_SECONDS = 15.0
 MODELS_SHOWN = 5

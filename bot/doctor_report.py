@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Literal
 from urllib.parse import urlsplit
 
-from bot.config import Config
+from compactbot.bot.config import Config
 
 Status = Literal["ok", "fix", "skip"]
 _MARKS: dict[Status, str] = {"ok": "ok  ", "fix": "FIX ", "skip": "skip"}

@@ -11,10 +11,10 @@ import shutil
 import sqlite3
 from pathlib import Path
 
-from bot.app import database_path
-from bot.config import Config
-from bot.doctor_report import Finding, fix, ok, skip
-from bot.store.migrations import LATEST_VERSION, TRIGRAM
+from compactbot.bot.app import database_path
+from compactbot.bot.config import Config
+from compactbot.bot.doctor_report import Finding, fix, ok, skip
+from compactbot.bot.store.migrations import LATEST_VERSION, TRIGRAM
 
 # Below this much free space SQLite's WAL checkpoints and compactions start failing.
 MIN_FREE_DISK_BYTES = 200 * 1024 * 1024

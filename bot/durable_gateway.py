@@ -14,15 +14,15 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
-from bot.commands import CommandContext, run_command
-from bot.events import Adapter, Attachment, InboundMessage, ReplyTarget
-from bot.gateway import KNOWN_CHATS_MAX, TURN_FAILED, Gateway, _lane_key
-from bot.i18n import language_for, localize, localize_trailer
-from bot.inbound_text import drop_images, enrich_media
-from bot.ingress import Delivery
-from bot.llm_stream import STREAM_BROKEN_NOTICE
-from bot.services import Services
-from bot.store.base import (
+from compactbot.bot.commands import CommandContext, run_command
+from compactbot.bot.events import Adapter, Attachment, InboundMessage, ReplyTarget
+from compactbot.bot.gateway import KNOWN_CHATS_MAX, TURN_FAILED, Gateway, _lane_key
+from compactbot.bot.i18n import language_for, localize, localize_trailer
+from compactbot.bot.inbound_text import drop_images, enrich_media
+from compactbot.bot.ingress import Delivery
+from compactbot.bot.llm_stream import STREAM_BROKEN_NOTICE
+from compactbot.bot.services import Services
+from compactbot.bot.store.base import (
     InboxEntry,
     IngestResult,
     NewMessage,
@@ -30,8 +30,8 @@ from bot.store.base import (
     TurnFence,
     TurnLost,
 )
-from bot.store.postgres_inbox import PostgresInbox, Say
-from bot.turn_requests import turn_request
+from compactbot.bot.store.postgres_inbox import PostgresInbox, Say
+from compactbot.bot.turn_requests import turn_request
 
 log = logging.getLogger(__name__)
 

@@ -15,11 +15,11 @@ import logging
 from collections.abc import Mapping
 from typing import Any, Protocol
 
-from bot.durable_gateway import TurnOutcome, message_from_json, say_to
-from bot.events import Adapter, ReplyTarget
-from bot.gateway import TURN_FAILED
-from bot.store.base import TurnFence, TurnLost
-from bot.store.postgres_inbox import InboxJob, PostgresInbox, say_from_json
+from compactbot.bot.durable_gateway import TurnOutcome, message_from_json, say_to
+from compactbot.bot.events import Adapter, ReplyTarget
+from compactbot.bot.gateway import TURN_FAILED
+from compactbot.bot.store.base import TurnFence, TurnLost
+from compactbot.bot.store.postgres_inbox import InboxJob, PostgresInbox, say_from_json
 
 log = logging.getLogger(__name__)
 

@@ -18,7 +18,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Protocol
 
-from bot.store.base import BookkeepingStore
+from compactbot.bot.store.base import BookkeepingStore
 
 log = logging.getLogger(__name__)
 

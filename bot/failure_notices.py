@@ -7,8 +7,8 @@ import logging
 import time
 from collections.abc import Callable
 
-from bot.limits import NoticeGate
-from bot.store.shared_limits import SharedLimits, limit_key
+from compactbot.bot.limits import NoticeGate
+from compactbot.bot.store.shared_limits import SharedLimits, limit_key
 
 log = logging.getLogger(__name__)
 

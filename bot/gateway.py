@@ -12,28 +12,34 @@ import logging
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, replace
 
-from bot import ingress
-from bot.answer_backlog import AnswerBacklog
-from bot.background_compactions import BackgroundCompactions, Notice
-from bot.chat_settings import ChatSettings
-from bot.commands import CommandContext, run_command
-from bot.compaction_report import ReportSink
-from bot.events import Adapter, DeliveryError, InboundMessage, ReplyTarget
-from bot.exclusivity import TurnLanes
-from bot.failure_notices import FailureNotices
-from bot.i18n import language_for, localize, localize_trailer
-from bot.inbound_text import drop_images, enrich_media, reply_quote
-from bot.ingress import Delivery
-from bot.lanes import LaneScheduler
-from bot.limits import RATE_WINDOW_SECONDS, NoticeGate, RateLimiter, budget_exceeded, utc_day
-from bot.llm_stream import STREAM_BROKEN_NOTICE
-from bot.markdown_escape import escape_markdown
-from bot.services import Services
-from bot.store.base import IngestResult, NewMessage, SessionRecord
-from bot.store.write_batcher import BatchedAppends, BatchedIngest
-from bot.streaming import finish_stream, open_stream
-from bot.turn_requests import turn_request
-from compression.forgery import neutralise
+from compactbot.bot import ingress
+from compactbot.bot.answer_backlog import AnswerBacklog
+from compactbot.bot.background_compactions import BackgroundCompactions, Notice
+from compactbot.bot.chat_settings import ChatSettings
+from compactbot.bot.commands import CommandContext, run_command
+from compactbot.bot.compaction_report import ReportSink
+from compactbot.bot.events import Adapter, DeliveryError, InboundMessage, ReplyTarget
+from compactbot.bot.exclusivity import TurnLanes
+from compactbot.bot.failure_notices import FailureNotices
+from compactbot.bot.i18n import language_for, localize, localize_trailer
+from compactbot.bot.inbound_text import drop_images, enrich_media, reply_quote
+from compactbot.bot.ingress import Delivery
+from compactbot.bot.lanes import LaneScheduler
+from compactbot.bot.limits import (
+    RATE_WINDOW_SECONDS,
+    NoticeGate,
+    RateLimiter,
+    budget_exceeded,
+    utc_day,
+)
+from compactbot.bot.llm_stream import STREAM_BROKEN_NOTICE
+from compactbot.bot.markdown_escape import escape_markdown
+from compactbot.bot.services import Services
+from compactbot.bot.store.base import IngestResult, NewMessage, SessionRecord
+from compactbot.bot.store.write_batcher import BatchedAppends, BatchedIngest
+from compactbot.bot.streaming import finish_stream, open_stream
+from compactbot.bot.turn_requests import turn_request
+from compactbot.compression.forgery import neutralise
 
 log = logging.getLogger(__name__)
 

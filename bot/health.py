@@ -9,8 +9,8 @@ import os
 from dataclasses import dataclass
 from typing import Protocol
 
-from bot.exclusivity import TurnLanes
-from bot.store.base import Store
+from compactbot.bot.exclusivity import TurnLanes
+from compactbot.bot.store.base import Store
 
 log = logging.getLogger(__name__)
 

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import re
 
-from bot.events import InboundMessage
-from bot.media import MediaLimits, placeholder, read_media, with_media
-from bot.services import Services
-from bot.store.base import Store
-from compression.message_hints import message_hints
+from compactbot.bot.events import InboundMessage
+from compactbot.bot.media import MediaLimits, placeholder, read_media, with_media
+from compactbot.bot.services import Services
+from compactbot.bot.store.base import Store
+from compactbot.compression.message_hints import message_hints
 
 # A quote is context, not the conversation: long originals are cut to this.
 QUOTE_MAX_CHARS = 400

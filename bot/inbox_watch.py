@@ -9,9 +9,9 @@ import logging
 import time
 from collections.abc import Callable, Sequence
 
-from bot.health import QUEUE_STUCK_SECONDS
-from bot.metrics import Metrics, QueueSample
-from bot.store.postgres_inbox import PostgresInbox
+from compactbot.bot.health import QUEUE_STUCK_SECONDS
+from compactbot.bot.metrics import Metrics, QueueSample
+from compactbot.bot.store.postgres_inbox import PostgresInbox
 
 log = logging.getLogger(__name__)
 

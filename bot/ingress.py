@@ -11,14 +11,14 @@ import asyncio
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from bot.activation import activated
-from bot.chat_settings import ChatSettings
-from bot.commands import Command, ignored_command, parse_command
-from bot.events import Adapter, InboundMessage
-from bot.inbound_text import transcript_text
-from bot.limits import RateLimiter
-from bot.store.base import IngestItem, NewMessage
-from compression.tokens import TokenCounter
+from compactbot.bot.activation import activated
+from compactbot.bot.chat_settings import ChatSettings
+from compactbot.bot.commands import Command, ignored_command, parse_command
+from compactbot.bot.events import Adapter, InboundMessage
+from compactbot.bot.inbound_text import transcript_text
+from compactbot.bot.limits import RateLimiter
+from compactbot.bot.store.base import IngestItem, NewMessage
+from compactbot.compression.tokens import TokenCounter
 
 ALLOW_EVERY_CHAT = "*"
 

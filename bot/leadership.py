@@ -14,9 +14,9 @@ from typing import Any, Protocol
 
 import asyncpg
 
-from bot.store.base import Store
-from bot.store.postgres import PostgresStore
-from bot.store.postgres_database import redacted_dsn
+from compactbot.bot.store.base import Store
+from compactbot.bot.store.postgres import PostgresStore
+from compactbot.bot.store.postgres_database import redacted_dsn
 
 log = logging.getLogger(__name__)
 

@@ -10,9 +10,9 @@ import logging
 import time
 from collections.abc import Callable
 
-from bot.store.base import Store
-from bot.store.shared_limits import RATE_WINDOW_SECONDS as RATE_WINDOW_SECONDS
-from bot.store.shared_limits import SharedLimits, limit_key
+from compactbot.bot.store.base import Store
+from compactbot.bot.store.shared_limits import RATE_WINDOW_SECONDS as RATE_WINDOW_SECONDS
+from compactbot.bot.store.shared_limits import SharedLimits, limit_key
 
 log = logging.getLogger(__name__)
 

@@ -12,7 +12,7 @@ from typing import Any, Protocol
 
 import openai
 
-from bot.llm_errors import (
+from compactbot.bot.llm_errors import (
     LLMError,
     LLMRateLimitError,
     LLMTimeoutError,

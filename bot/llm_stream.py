@@ -7,8 +7,8 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
-from bot.llm import LLMClient, LLMResponse, OpenAIChatClient, ToolCall
-from bot.llm_errors import LLMError, LLMTransientError
+from compactbot.bot.llm import LLMClient, LLMResponse, OpenAIChatClient, ToolCall
+from compactbot.bot.llm_errors import LLMError, LLMTransientError
 
 log = logging.getLogger(__name__)
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any, cast
 
-from bot.llm import LLMClient, LLMResponse
-from bot.llm_stream import StreamingLLM, TextSink
-from bot.metrics import Metrics
-from compression import Summarizer, SummaryRequest
+from compactbot.bot.llm import LLMClient, LLMResponse
+from compactbot.bot.llm_stream import StreamingLLM, TextSink
+from compactbot.bot.metrics import Metrics
+from compactbot.compression import Summarizer, SummaryRequest
 
 
 class TimedLLM:

@@ -12,8 +12,8 @@ import logging
 from collections.abc import Iterable
 from urllib.parse import unquote, urlsplit
 
-from bot.config import Config
-from compression.redact import REDACTED, redact
+from compactbot.bot.config import Config
+from compactbot.compression.redact import REDACTED, redact
 
 # Shorter configured values are not masked verbatim: "abc" would shred ordinary words.
 MIN_SECRET_CHARS = 6

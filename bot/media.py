@@ -15,9 +15,9 @@ from dataclasses import dataclass
 from pathlib import PurePosixPath
 from typing import Any, Protocol, runtime_checkable
 
-from bot.events import Attachment
-from bot.llm import LLMClient
-from bot.llm_errors import LLMError
+from compactbot.bot.events import Attachment
+from compactbot.bot.llm import LLMClient
+from compactbot.bot.llm_errors import LLMError
 
 log = logging.getLogger(__name__)
 

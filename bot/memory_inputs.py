@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from bot.store.base import Store, StoredMessage
-from compression.memory import Memory, MessageSource
+from compactbot.bot.store.base import Store, StoredMessage
+from compactbot.compression.memory import Memory, MessageSource
 
 
 async def memory_inputs(

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import logging
 
-from bot.events import InboundMessage
-from bot.inbound_text import reply_quote, transcript_text
-from bot.services import Services
-from compression.message_hints import message_hints
+from compactbot.bot.events import InboundMessage
+from compactbot.bot.inbound_text import reply_quote, transcript_text
+from compactbot.bot.services import Services
+from compactbot.compression.message_hints import message_hints
 
 log = logging.getLogger(__name__)
 

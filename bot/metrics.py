@@ -14,9 +14,9 @@ from dataclasses import dataclass
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
-from bot.compaction_report import CHANGED_OUTCOMES
-from bot.store.base import CompressionEvent
-from compression.state import CompressorState
+from compactbot.bot.compaction_report import CHANGED_OUTCOMES
+from compactbot.bot.store.base import CompressionEvent
+from compactbot.compression.state import CompressorState
 
 PREFIX = "compactbot"
 # A turn spans hygiene, tool rounds and model retries: seconds to several minutes.

@@ -10,12 +10,12 @@ import sys
 from collections.abc import Iterable, Sequence
 from typing import TextIO
 
-from bot import plugins
-from bot.app import App, database_path
-from bot.config import Config
-from bot.events import target_for
-from bot.offline_model import OfflineModel
-from bot.plugins import BackgroundJob, Platform
+from compactbot.bot import plugins
+from compactbot.bot.app import App, database_path
+from compactbot.bot.config import Config
+from compactbot.bot.events import target_for
+from compactbot.bot.offline_model import OfflineModel
+from compactbot.bot.plugins import BackgroundJob, Platform
 
 log = logging.getLogger(__name__)
 

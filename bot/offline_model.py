@@ -8,10 +8,10 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from bot.llm import LLMResponse, ToolCall
-from bot.tools import DEFAULT_SEARCH_LIMIT, SEARCH_HISTORY
-from compression.tokens import counter_for
-from compression.transcript import content_text, split_speaker
+from compactbot.bot.llm import LLMResponse, ToolCall
+from compactbot.bot.tools import DEFAULT_SEARCH_LIMIT, SEARCH_HISTORY
+from compactbot.compression.tokens import counter_for
+from compactbot.compression.transcript import content_text, split_speaker
 
 OFFLINE_MODEL_NAME = "offline"
 MAX_ANSWER_HITS = 5

@@ -11,15 +11,15 @@ import sys
 from collections import Counter
 from pathlib import Path
 
-from bot import chat_settings, operator_views, plugins
-from bot.app import App
-from bot.chat_settings import SettingError
-from bot.config import Config
-from bot.offline_model import OfflineModel
-from bot.store.backends import create_store, parse_store_url
-from bot.store.base import SessionRecord, Store, StoredMessage, StoreError
-from bot.store.sqlite import SqliteStore
-from compression.memory import MemoryEntry
+from compactbot.bot import chat_settings, operator_views, plugins
+from compactbot.bot.app import App
+from compactbot.bot.chat_settings import SettingError
+from compactbot.bot.config import Config
+from compactbot.bot.offline_model import OfflineModel
+from compactbot.bot.store.backends import create_store, parse_store_url
+from compactbot.bot.store.base import SessionRecord, Store, StoredMessage, StoreError
+from compactbot.bot.store.sqlite import SqliteStore
+from compactbot.compression.memory import MemoryEntry
 
 ERROR_EXIT_STATUS = 1
 # Reports: they open the database read-only (no migrations, no session created), so they

@@ -7,8 +7,8 @@ import logging
 from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST
 
-from bot.health import Readiness
-from bot.metrics import Metrics
+from compactbot.bot.health import Readiness
+from compactbot.bot.metrics import Metrics
 
 log = logging.getLogger(__name__)
 

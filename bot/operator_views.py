@@ -10,8 +10,8 @@ import datetime as dt
 from collections import Counter, defaultdict
 from dataclasses import dataclass
 
-from bot.compaction_report import CHANGED_OUTCOMES
-from bot.store.base import CompressionEvent, Store
+from compactbot.bot.compaction_report import CHANGED_OUTCOMES
+from compactbot.bot.store.base import CompressionEvent, Store
 
 # A compaction that did not leave a model-written summary: it failed, or fell back to the
 # deterministic summary because the summary model failed.

@@ -14,10 +14,10 @@ import asyncio
 import logging
 from collections.abc import Mapping
 
-from bot.events import Adapter, DeliveryError, IdempotentSender, ReplyTarget
-from bot.metrics import Metrics
-from bot.store.postgres_outbox import OutboxRow, PostgresOutbox
-from bot.wire import WIRE, MarksTheWire
+from compactbot.bot.events import Adapter, DeliveryError, IdempotentSender, ReplyTarget
+from compactbot.bot.metrics import Metrics
+from compactbot.bot.store.postgres_outbox import OutboxRow, PostgresOutbox
+from compactbot.bot.wire import WIRE, MarksTheWire
 
 log = logging.getLogger(__name__)
 

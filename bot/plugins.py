@@ -12,14 +12,14 @@ from dataclasses import dataclass
 from importlib.metadata import entry_points
 from typing import TYPE_CHECKING, Any, Literal, Protocol, TextIO
 
-from bot.compaction_report import CompactionReport
-from bot.config import Config
-from bot.events import ReplyTarget
-from bot.gateway import Gateway
-from bot.services import Services
+from compactbot.bot.compaction_report import CompactionReport
+from compactbot.bot.config import Config
+from compactbot.bot.events import ReplyTarget
+from compactbot.bot.gateway import Gateway
+from compactbot.bot.services import Services
 
 if TYPE_CHECKING:
-    from bot.chat_settings import ChatSettings
+    from compactbot.bot.chat_settings import ChatSettings
 
 log = logging.getLogger(__name__)
 

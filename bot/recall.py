@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from compression.memory import ENTRY_KINDS, Memory, MemoryEntry
+from compactbot.compression.memory import ENTRY_KINDS, Memory, MemoryEntry
 
 DEFAULT_RECALL_LIMIT = 10
 MAX_RECALL_LIMIT = 30

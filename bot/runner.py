@@ -6,15 +6,15 @@ import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
-from bot.compaction import SessionCompactor
-from bot.llm import LLMClient, LLMResponse
-from bot.llm_errors import ContextOverflowError, LLMError
-from bot.llm_stream import TextSink, complete_maybe_streaming
-from bot.store.base import NewMessage, SessionRecord, Store, StoredMessage, TurnFence
-from bot.tools import TOOL_SCHEMAS, ToolContext, run_tool
-from bot.working_set import ActiveTranscript, WorkingSet
-from compression import CompressorConfig, ContextCompressor
-from compression.tokens import TokenCounter
+from compactbot.bot.compaction import SessionCompactor
+from compactbot.bot.llm import LLMClient, LLMResponse
+from compactbot.bot.llm_errors import ContextOverflowError, LLMError
+from compactbot.bot.llm_stream import TextSink, complete_maybe_streaming
+from compactbot.bot.store.base import NewMessage, SessionRecord, Store, StoredMessage, TurnFence
+from compactbot.bot.tools import TOOL_SCHEMAS, ToolContext, run_tool
+from compactbot.bot.working_set import ActiveTranscript, WorkingSet
+from compactbot.compression import CompressorConfig, ContextCompressor
+from compactbot.compression.tokens import TokenCounter
 
 log = logging.getLogger(__name__)
 

@@ -7,19 +7,19 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from bot import chat_settings
-from bot.chat_settings import ChatSettings
-from bot.compaction import SessionCompactor, SummarizerFactory, UsageSink
-from bot.config import Config
-from bot.leadership import Leadership, SoleLeader
-from bot.llm import LLMClient
-from bot.metrics import Metrics
-from bot.prompt import build_system_prompt
-from bot.runner import AgentRunner
-from bot.store.base import Store
-from compression import CompressorConfig
-from compression.summarizer import Summarizer
-from compression.tokens import TokenCounter
+from compactbot.bot import chat_settings
+from compactbot.bot.chat_settings import ChatSettings
+from compactbot.bot.compaction import SessionCompactor, SummarizerFactory, UsageSink
+from compactbot.bot.config import Config
+from compactbot.bot.leadership import Leadership, SoleLeader
+from compactbot.bot.llm import LLMClient
+from compactbot.bot.metrics import Metrics
+from compactbot.bot.prompt import build_system_prompt
+from compactbot.bot.runner import AgentRunner
+from compactbot.bot.store.base import Store
+from compactbot.compression import CompressorConfig
+from compactbot.compression.summarizer import Summarizer
+from compactbot.compression.tokens import TokenCounter
 
 
 class _Parent(enum.Enum):

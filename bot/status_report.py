@@ -5,8 +5,8 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Mapping, Sequence
 
-from bot.store.base import CompressionEvent, SessionRecord, UsageRow
-from compression import compute_threshold_tokens
+from compactbot.bot.store.base import CompressionEvent, SessionRecord, UsageRow
+from compactbot.compression import compute_threshold_tokens
 
 GAUGE_WIDTH = 20
 

@@ -6,9 +6,9 @@ import argparse
 import sys
 from typing import cast
 
-from bot.store.backends import create_store, parse_store_url
-from bot.store.base import StoreError
-from bot.store.copying import CopyableStore, CopyReport, copy_store
+from compactbot.bot.store.backends import create_store, parse_store_url
+from compactbot.bot.store.base import StoreError
+from compactbot.bot.store.copying import CopyableStore, CopyReport, copy_store
 
 ERROR_EXIT_STATUS = 1
 

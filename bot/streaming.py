@@ -15,7 +15,7 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Protocol, runtime_checkable
 
-from bot.events import DeliveryError, ReplyTarget
+from compactbot.bot.events import DeliveryError, ReplyTarget
 
 log = logging.getLogger(__name__)
 

@@ -10,12 +10,12 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from bot.llm import ToolCall
-from bot.recall import DEFAULT_RECALL_LIMIT, MAX_RECALL_LIMIT, recall, valid_kind
-from bot.store.base import SearchHit, Store, StoreError
-from compression.memory import ENTRY_KINDS
-from compression.template import is_summary_text
-from compression.transcript import split_speaker
+from compactbot.bot.llm import ToolCall
+from compactbot.bot.recall import DEFAULT_RECALL_LIMIT, MAX_RECALL_LIMIT, recall, valid_kind
+from compactbot.bot.store.base import SearchHit, Store, StoreError
+from compactbot.compression.memory import ENTRY_KINDS
+from compactbot.compression.template import is_summary_text
+from compactbot.compression.transcript import split_speaker
 
 log = logging.getLogger(__name__)
 

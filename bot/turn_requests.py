@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from bot.chat_settings import ChatSettings
-from bot.events import InboundMessage
-from bot.llm_stream import TextSink
-from bot.runner import TurnRequest
-from bot.services import Services
-from bot.store.base import TurnFence
+from compactbot.bot.chat_settings import ChatSettings
+from compactbot.bot.events import InboundMessage
+from compactbot.bot.llm_stream import TextSink
+from compactbot.bot.runner import TurnRequest
+from compactbot.bot.services import Services
+from compactbot.bot.store.base import TurnFence
 
 
 def turn_request(

@@ -17,20 +17,20 @@ import sys
 import uuid
 from typing import cast
 
-from bot import modes, plugins
-from bot.app import App
-from bot.config import Config
-from bot.durable_gateway import DurableGateway
-from bot.durable_turns import TurnConsumer
-from bot.events import Adapter
-from bot.gateway import Gateway
-from bot.inbox_watch import InboxWatch
-from bot.outbox import SEND_LEASE_TURN_LEASES, STOP_DRAIN_SECONDS, OutboxSender
-from bot.plugins import Platform, Role
-from bot.services import Services
-from bot.store import PostgresStore
-from bot.store.backends import parse_store_url
-from bot.work_wakeup import WorkWakeup
+from compactbot.bot import modes, plugins
+from compactbot.bot.app import App
+from compactbot.bot.config import Config
+from compactbot.bot.durable_gateway import DurableGateway
+from compactbot.bot.durable_turns import TurnConsumer
+from compactbot.bot.events import Adapter
+from compactbot.bot.gateway import Gateway
+from compactbot.bot.inbox_watch import InboxWatch
+from compactbot.bot.outbox import SEND_LEASE_TURN_LEASES, STOP_DRAIN_SECONDS, OutboxSender
+from compactbot.bot.plugins import Platform, Role
+from compactbot.bot.services import Services
+from compactbot.bot.store import PostgresStore
+from compactbot.bot.store.backends import parse_store_url
+from compactbot.bot.work_wakeup import WorkWakeup
 
 log = logging.getLogger(__name__)
 

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from bot.store.base import SessionRecord, Store, StoredMessage
+from compactbot.bot.store.base import SessionRecord, Store, StoredMessage
 
 log = logging.getLogger(__name__)
 

@@ -5,18 +5,18 @@ Importable on its own; it imports nothing from `bot/`, `adapters/` or `scheduler
 
 from __future__ import annotations
 
-from compression.compressor import ContextCompressor
-from compression.engine import (
+from compactbot.compression.compressor import ContextCompressor
+from compactbot.compression.engine import (
     ContextEngine,
     UnknownEngineError,
     check_summary_model_feasibility,
     load_engine,
 )
-from compression.hygiene import hygiene_reason
-from compression.memory import Memory, MemoryEntry, MessageSource
-from compression.result import CompressionResult, Outcome
-from compression.state import CompressorState
-from compression.summarizer import (
+from compactbot.compression.hygiene import hygiene_reason
+from compactbot.compression.memory import Memory, MemoryEntry, MessageSource
+from compactbot.compression.result import CompressionResult, Outcome
+from compactbot.compression.state import CompressorState
+from compactbot.compression.summarizer import (
     Summarizer,
     SummaryAuthError,
     SummaryError,
@@ -24,8 +24,8 @@ from compression.summarizer import (
     SummaryRequest,
     SummaryTransientError,
 )
-from compression.template import SUMMARY_END_MARKER, SUMMARY_PREFIX
-from compression.thresholds import CompressorConfig, compute_threshold_tokens
+from compactbot.compression.template import SUMMARY_END_MARKER, SUMMARY_PREFIX
+from compactbot.compression.thresholds import CompressorConfig, compute_threshold_tokens
 
 __all__ = [
     "SUMMARY_END_MARKER",

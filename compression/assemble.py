@@ -6,15 +6,15 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from compression.messages import (
+from compactbot.compression.messages import (
     call_id,
     has_images,
     role_of,
     text_of,
     tool_calls_of,
 )
-from compression.template import SUMMARY_END_MARKER, merge_into, wrap_summary
-from compression.tokens import IMAGE_PART_TYPES
+from compactbot.compression.template import SUMMARY_END_MARKER, merge_into, wrap_summary
+from compactbot.compression.tokens import IMAGE_PART_TYPES
 
 COMPACTION_NOTE = (
     "[Note: earlier turns of this conversation have been compacted into a summary message. "

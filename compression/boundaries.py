@@ -6,14 +6,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from compression.messages import (
+from compactbot.compression.messages import (
     is_real_user_message,
     is_tool_result,
     is_visible_assistant_reply,
     last_index,
     role_of,
 )
-from compression.tokens import counter_for
+from compactbot.compression.tokens import counter_for
 
 # Hermes #9413: a bounded floor of recent messages, even when one of them blows the budget.
 MIN_TAIL_MESSAGES = 3

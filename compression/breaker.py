@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from compression.state import CompressorState, CooldownCause
+from compactbot.compression.state import CompressorState, CooldownCause
 
 # Consecutive summarizer failures wait longer each time (Hermes #62452 timeout ladder).
 COOLDOWN_STEPS_SECONDS = (60.0, 300.0, 900.0)

@@ -8,30 +8,30 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from compression import breaker
-from compression.assemble import assembled
-from compression.boundaries import Boundaries, plan_boundaries
-from compression.engine import ContextEngine
-from compression.fold import middle_span
-from compression.handoff import take_handoffs
-from compression.lazy_counts import LazyCounts, tokens_before
-from compression.memory import Memory, MessageSource
-from compression.message_counts import (
+from compactbot.compression import breaker
+from compactbot.compression.assemble import assembled
+from compactbot.compression.boundaries import Boundaries, plan_boundaries
+from compactbot.compression.engine import ContextEngine
+from compactbot.compression.fold import middle_span
+from compactbot.compression.handoff import take_handoffs
+from compactbot.compression.lazy_counts import LazyCounts, tokens_before
+from compactbot.compression.memory import Memory, MessageSource
+from compactbot.compression.message_counts import (
     assembled_total,
     input_counts,
     recounted,
     summarised_tokens,
 )
-from compression.message_hints import checked_hints
-from compression.prune import prune_tracked
-from compression.redact import redaction_memo
-from compression.result import CompressionResult, Outcome
-from compression.state import CompressorState
-from compression.summarizer import Summarizer
-from compression.summary_step import Summary, SummaryStep, summarise
-from compression.template import ensure_pins
-from compression.thresholds import CompressorConfig
-from compression.tokens import MessageCounter, TokenCounter, uncached_counter_for
+from compactbot.compression.message_hints import checked_hints
+from compactbot.compression.prune import prune_tracked
+from compactbot.compression.redact import redaction_memo
+from compactbot.compression.result import CompressionResult, Outcome
+from compactbot.compression.state import CompressorState
+from compactbot.compression.summarizer import Summarizer
+from compactbot.compression.summary_step import Summary, SummaryStep, summarise
+from compactbot.compression.template import ensure_pins
+from compactbot.compression.thresholds import CompressorConfig
+from compactbot.compression.tokens import MessageCounter, TokenCounter, uncached_counter_for
 
 # One call's own count cache: the texts it counts, freed when it returns.
 CALL_COUNT_CACHE_TEXTS = 100_000

@@ -10,9 +10,9 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from compression import template as t
-from compression.redact import redact
-from compression.salient import (
+from compactbot.compression import template as t
+from compactbot.compression.redact import redact
+from compactbot.compression.salient import (
     FILE_NAME,
     URL,
     action_owner,
@@ -22,9 +22,9 @@ from compression.salient import (
     sentences,
     subject_key,
 )
-from compression.summarizer import SummaryRequest
-from compression.tool_targets import tool_target
-from compression.transcript import (
+from compactbot.compression.summarizer import SummaryRequest
+from compactbot.compression.tool_targets import tool_target
+from compactbot.compression.transcript import (
     content_text,
     split_speaker,
     strip_think,

@@ -8,11 +8,11 @@ from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from compression.result import CompressionResult
+from compactbot.compression.result import CompressionResult
 
 ENTRY_POINT_GROUP = "compactbot.context_engines"
 BUILTIN_ENGINE = "compressor"
-_BUILTIN_PATH = "compression.compressor:ContextCompressor"
+_BUILTIN_PATH = "compactbot.compression.compressor:ContextCompressor"
 
 
 class UnknownEngineError(LookupError):

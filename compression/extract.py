@@ -8,19 +8,19 @@ from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import Any
 
-from compression.features import (
+from compactbot.compression.features import (
     NO_FEATURES,
     Candidate,
     Features,
     has_features,
     message_features,
 )
-from compression.line_weight import may_weigh
-from compression.memory import MemoryEntry, MemoryUpdate
-from compression.redact import redact
-from compression.salient import clip
-from compression.tool_targets import tool_target
-from compression.transcript import (
+from compactbot.compression.line_weight import may_weigh
+from compactbot.compression.memory import MemoryEntry, MemoryUpdate
+from compactbot.compression.redact import redact
+from compactbot.compression.salient import clip
+from compactbot.compression.tool_targets import tool_target
+from compactbot.compression.transcript import (
     content_text,
     speaker_of_opening,
     split_speaker,

@@ -10,14 +10,14 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from compression.line_subjects import (
+from compactbot.compression.line_subjects import (
     SUBJECT_SCAN_CHARS,
     FeatureKind,
     label_kind,
     split_label,
     subject_of,
 )
-from compression.line_weight import (
+from compactbot.compression.line_weight import (
     CURRENCIES,
     FILE_EXTENSION,
     KEEP_MARKERS,
@@ -25,7 +25,7 @@ from compression.line_weight import (
     has_value,
     value_weight,
 )
-from compression.salient import (
+from compactbot.compression.salient import (
     ACTION,
     FILE_NAME,
     MENTION,

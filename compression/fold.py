@@ -14,9 +14,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from compression.extract import BACKUP_MIN_WEIGHT, extract_update
-from compression.line_weight import text_weight
-from compression.memory import (
+from compactbot.compression.extract import BACKUP_MIN_WEIGHT, extract_update
+from compactbot.compression.line_weight import text_weight
+from compactbot.compression.memory import (
     Memory,
     MemoryEntry,
     MemoryUpdate,
@@ -24,19 +24,19 @@ from compression.memory import (
     apply_update,
     norm_subject,
 )
-from compression.memory_format import format_current, parse_reply
-from compression.message_hints import FEATURELESS, SHOWN_FEATURELESS, SHOWN_LIGHT, hinted
-from compression.redact import redact
-from compression.result import Outcome
-from compression.state import CooldownCause
-from compression.summarizer import (
+from compactbot.compression.memory_format import format_current, parse_reply
+from compactbot.compression.message_hints import FEATURELESS, SHOWN_FEATURELESS, SHOWN_LIGHT, hinted
+from compactbot.compression.redact import redact
+from compactbot.compression.result import Outcome
+from compactbot.compression.state import CooldownCause
+from compactbot.compression.summarizer import (
     Summarizer,
     SummaryAuthError,
     SummaryNetworkError,
     SummaryRequest,
     SummaryTransientError,
 )
-from compression.summary_chunks import SummaryView, summary_view, view_chunks
+from compactbot.compression.summary_chunks import SummaryView, summary_view, view_chunks
 
 log = logging.getLogger(__name__)
 

@@ -6,11 +6,11 @@ import datetime as dt
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from compression.fold import Ask, Span
-from compression.memory import Memory, apply_update
-from compression.memory_format import format_current, parse_reply
-from compression.redact import redact
-from compression.summary_input import derive_focus
+from compactbot.compression.fold import Ask, Span
+from compactbot.compression.memory import Memory, apply_update
+from compactbot.compression.memory_format import format_current, parse_reply
+from compactbot.compression.redact import redact
+from compactbot.compression.summary_input import derive_focus
 
 # The summarizer input must fit the summary model: the template costs about this many tokens,
 # and rendering adds labels, so only 85 % of the remaining room is filled.

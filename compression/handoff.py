@@ -13,9 +13,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from compression.message_hints import PLAIN, hinted
-from compression.messages import is_summary_message, role_of, text_of, tool_calls_of
-from compression.template import SUMMARY_PREFIX_HEAD, is_summary_text, summary_body, unwrap_merged
+from compactbot.compression.message_hints import PLAIN, hinted
+from compactbot.compression.messages import is_summary_message, role_of, text_of, tool_calls_of
+from compactbot.compression.template import (
+    SUMMARY_PREFIX_HEAD,
+    is_summary_text,
+    summary_body,
+    unwrap_merged,
+)
 
 # Every summary text contains the prefix head; while the head holds a non-ASCII character
 # (its em dash), an ASCII-only text cannot be one, and str knows that without a scan.

@@ -12,8 +12,8 @@ import json
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, overload
 
-from compression.tokens import CHARS_PER_TOKEN_ESTIMATE, MESSAGE_OVERHEAD_TOKENS
-from compression.transcript import content_text
+from compactbot.compression.tokens import CHARS_PER_TOKEN_ESTIMATE, MESSAGE_OVERHEAD_TOKENS
+from compactbot.compression.transcript import content_text
 
 Message = Mapping[str, Any]
 # Messages counted in a range that is otherwise only estimated, to know its densities.

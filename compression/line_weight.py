@@ -8,8 +8,8 @@ from functools import lru_cache
 
 from ahocorasick_rs import MATCHKIND_STANDARD, BytesAhoCorasick, Implementation
 
-from compression.line_subjects import split_label
-from compression.salient import FILE_EXTENSIONS, FILE_NAME, has_digit
+from compactbot.compression.line_subjects import split_label
+from compactbot.compression.salient import FILE_EXTENSIONS, FILE_NAME, has_digit
 
 # Lines weighed, remembered across calls: a line's weight depends on its text alone.
 WEIGHT_CACHE_TEXTS = 65_536

@@ -20,12 +20,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from compression.line_subjects import subject_of
-from compression.memory import EntryKind, Memory, MemoryEntry, MemoryUpdate, Resolution
-from compression.memory_render import salience
-from compression.salient import clip
-from compression.template import HEADING_PINS
-from compression.transcript import content_text, split_speaker
+from compactbot.compression.line_subjects import subject_of
+from compactbot.compression.memory import EntryKind, Memory, MemoryEntry, MemoryUpdate, Resolution
+from compactbot.compression.memory_render import salience
+from compactbot.compression.salient import clip
+from compactbot.compression.template import HEADING_PINS
+from compactbot.compression.transcript import content_text, split_speaker
 
 ENTRY_MAX_CHARS = 600
 SOURCES_PER_ENTRY = 3

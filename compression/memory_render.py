@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from compression import template as t
-from compression.line_weight import text_weight
-from compression.memory import EntryKind, Memory, MemoryEntry, norm_text
+from compactbot.compression import template as t
+from compactbot.compression.line_weight import text_weight
+from compactbot.compression.memory import EntryKind, Memory, MemoryEntry, norm_text
 
 # Most salient first: the latest ask, who is here, then rules, decisions, open actions, values.
 _BASE_SALIENCE: dict[EntryKind, int] = {

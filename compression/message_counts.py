@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from compression.lazy_counts import LazyCounts, estimated_count
-from compression.tokens import (
+from compactbot.compression.lazy_counts import LazyCounts, estimated_count
+from compactbot.compression.tokens import (
     CHARS_PER_TOKEN_ESTIMATE,
     MESSAGE_OVERHEAD_TOKENS,
     MessageCounter,

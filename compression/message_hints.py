@@ -13,12 +13,12 @@ import operator
 from collections.abc import Mapping, Sequence
 from typing import Any, cast
 
-from compression.extract import BACKUP_MIN_WEIGHT, finds_features, too_light_for_backup
-from compression.line_weight import may_weigh
-from compression.messages import is_summary_message
-from compression.redact import may_hold_secret, redact, redact_value
-from compression.summary_input import BODY_LIMIT_CHARS, truncate_body
-from compression.transcript import content_text, strip_think
+from compactbot.compression.extract import BACKUP_MIN_WEIGHT, finds_features, too_light_for_backup
+from compactbot.compression.line_weight import may_weigh
+from compactbot.compression.messages import is_summary_message
+from compactbot.compression.redact import may_hold_secret, redact, redact_value
+from compactbot.compression.summary_input import BODY_LIMIT_CHARS, truncate_body
+from compactbot.compression.transcript import content_text, strip_think
 
 # redact() leaves the summarizer's view of the text (think blocks stripped) as it is.
 SUMMARY_CLEAN = 1

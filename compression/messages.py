@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from compression.template import is_summary_text
-from compression.tokens import IMAGE_PART_TYPES
+from compactbot.compression.template import is_summary_text
+from compactbot.compression.tokens import IMAGE_PART_TYPES
 
 Message = Mapping[str, Any]
 

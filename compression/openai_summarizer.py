@@ -10,16 +10,21 @@ from typing import Any
 
 import openai
 
-from compression.redact import redact
-from compression.summarizer import (
+from compactbot.compression.redact import redact
+from compactbot.compression.summarizer import (
     SummaryAuthError,
     SummaryError,
     SummaryNetworkError,
     SummaryRequest,
     SummaryTransientError,
 )
-from compression.template import build_summary_prompt, ensure_pins, is_summary_text, summary_body
-from compression.transcript import strip_think
+from compactbot.compression.template import (
+    build_summary_prompt,
+    ensure_pins,
+    is_summary_text,
+    summary_body,
+)
+from compactbot.compression.transcript import strip_think
 
 log = logging.getLogger(__name__)
 

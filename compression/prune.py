@@ -8,9 +8,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from itertools import islice
 from typing import Any
 
-from compression.message_hints import TOOL_MESSAGE, hinted
-from compression.messages import call_id, tool_calls_of
-from compression.tokens import IMAGE_PART_TYPES
+from compactbot.compression.message_hints import TOOL_MESSAGE, hinted
+from compactbot.compression.messages import call_id, tool_calls_of
+from compactbot.compression.tokens import IMAGE_PART_TYPES
 
 # Results this short already cost less than a one-line summary would save.
 MIN_PRUNE_CHARS = 200

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from compression.memory import Memory
+from compactbot.compression.memory import Memory
 
 Outcome = Literal["compressed", "fallback", "aborted", "noop"]
 

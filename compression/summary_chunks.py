@@ -11,16 +11,16 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from compression.extract import too_light_for_backup
-from compression.message_hints import (
+from compactbot.compression.extract import too_light_for_backup
+from compactbot.compression.message_hints import (
     CALLS_CLEAN,
     SHOWN_AS_IS,
     SHOWN_LIGHT,
     SUMMARY_CLEAN,
     view_hint,
 )
-from compression.redact import redact
-from compression.summary_input import (
+from compactbot.compression.redact import redact
+from compactbot.compression.summary_input import (
     BODY_LIMIT_CHARS,
     TOOL_NAME_SLACK_CHARS,
     TURN_SEPARATOR_CHARS,
@@ -29,7 +29,7 @@ from compression.summary_input import (
     shrink_to,
     truncate_body,
 )
-from compression.transcript import (
+from compactbot.compression.transcript import (
     content_text,
     speaker_of,
     speaker_of_opening,

@@ -6,8 +6,8 @@ import json
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from compression.redact import redact, redact_value
-from compression.transcript import content_text, render_turns, split_speaker, strip_think
+from compactbot.compression.redact import redact, redact_value
+from compactbot.compression.transcript import content_text, render_turns, split_speaker, strip_think
 
 __all__ = ["chunk_turns", "derive_focus", "participants", "render_turns", "summary_turns"]
 

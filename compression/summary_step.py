@@ -8,18 +8,23 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from compression import breaker
-from compression.fold import Folded, Span, extract_all, fold, fold_in_cooldown
-from compression.fold_inputs import build_ask, chars_per_token, legacy_memory, reread_span
-from compression.memory import Memory
-from compression.memory_render import render_memory
-from compression.result import Outcome
-from compression.state import CompressorState
-from compression.summarizer import Summarizer
-from compression.summary_chunks import summary_view
-from compression.template import pin_lines
-from compression.thresholds import CompressorConfig
-from compression.tokens import MessageCounter
+from compactbot.compression import breaker
+from compactbot.compression.fold import Folded, Span, extract_all, fold, fold_in_cooldown
+from compactbot.compression.fold_inputs import (
+    build_ask,
+    chars_per_token,
+    legacy_memory,
+    reread_span,
+)
+from compactbot.compression.memory import Memory
+from compactbot.compression.memory_render import render_memory
+from compactbot.compression.result import Outcome
+from compactbot.compression.state import CompressorState
+from compactbot.compression.summarizer import Summarizer
+from compactbot.compression.summary_chunks import summary_view
+from compactbot.compression.template import pin_lines
+from compactbot.compression.thresholds import CompressorConfig
+from compactbot.compression.tokens import MessageCounter
 
 # SPEC 6.9: the extractor's summary is at most 8,000 characters.
 EXTRACTED_MAX_CHARS = 8_000

@@ -5,8 +5,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 
-from compression.summarizer import SummaryRequest
-from compression.transcript import render_turns
+from compactbot.compression.summarizer import SummaryRequest
+from compactbot.compression.transcript import render_turns
 
 SUMMARY_PREFIX_HEAD = "[CONTEXT COMPACTION — REFERENCE ONLY]"
 # One line on purpose: summary_body() drops the first line of a summary to remove any prefix

@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 
-from compression.redact import redact
-from compression.salient import clip
+from compactbot.compression.redact import redact
+from compactbot.compression.salient import clip
 
 TOOL_TARGET_CHARS = 120
 _TARGET_KEYS = ("path", "file_path", "file", "url", "query", "q", "command", "cmd", "target")

@@ -7,7 +7,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from compression.tokens import IMAGE_PART_TYPES
+from compactbot.compression.tokens import IMAGE_PART_TYPES
 
 # Reasoning blocks some models emit inline; they are not part of what anyone said.
 _THINK_BLOCK = re.compile(

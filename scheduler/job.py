@@ -14,9 +14,9 @@ from collections.abc import Awaitable, Callable, Collection, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from bot.compaction_report import CompactionReport
-from bot.services import Services
-from scheduler.selection import Candidate, select_sessions, still_due
+from compactbot.bot.compaction_report import CompactionReport
+from compactbot.bot.services import Services
+from compactbot.scheduler.selection import Candidate, select_sessions, still_due
 
 log = logging.getLogger(__name__)
 

@@ -22,18 +22,18 @@ from apscheduler.schedulers.asyncio import AsyncIOScheduler
 from apscheduler.triggers.date import DateTrigger
 from apscheduler.triggers.interval import IntervalTrigger
 
-from bot.gateway import Gateway
-from bot.services import Services
-from scheduler.job import (
+from compactbot.bot.gateway import Gateway
+from compactbot.bot.services import Services
+from compactbot.scheduler.job import (
     Attempt,
     Jitter,
     Notifier,
     compact_candidates,
     run_overnight,
 )
-from scheduler.selection import survey
-from scheduler.trigger import WindowStartTrigger
-from scheduler.windows import in_window, window_end
+from compactbot.scheduler.selection import survey
+from compactbot.scheduler.trigger import WindowStartTrigger
+from compactbot.scheduler.windows import in_window, window_end
 
 log = logging.getLogger(__name__)
 

@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-from bot.chat_settings import ChatSettings
-from bot.compaction_report import CompactionReport
-from bot.config import Config
-from bot.gateway import Gateway
-from bot.plugins import Notifier
-from bot.services import Services
-from scheduler.job import run_overnight
-from scheduler.overnight import OvernightScheduler
-from scheduler.windows import next_run_text
+from compactbot.bot.chat_settings import ChatSettings
+from compactbot.bot.compaction_report import CompactionReport
+from compactbot.bot.config import Config
+from compactbot.bot.gateway import Gateway
+from compactbot.bot.plugins import Notifier
+from compactbot.bot.services import Services
+from compactbot.scheduler.job import run_overnight
+from compactbot.scheduler.overnight import OvernightScheduler
+from compactbot.scheduler.windows import next_run_text
 
 
 class OvernightJob:

@@ -6,10 +6,10 @@ from collections.abc import Collection
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from bot.config import Config
-from bot.services import Services
-from bot.store.base import SessionRecord
-from scheduler.windows import window_end
+from compactbot.bot.config import Config
+from compactbot.bot.services import Services
+from compactbot.bot.store.base import SessionRecord
+from compactbot.scheduler.windows import window_end
 
 # A session locked by a turn or /compress is usually free again within a minute or two.
 LOCKED_RETRY_SECONDS = 300.0

@@ -13,8 +13,8 @@ from zoneinfo import ZoneInfo
 
 from apscheduler.triggers.base import BaseTrigger
 
-from bot.config_values import TimeWindow
-from scheduler.windows import next_window_start
+from compactbot.bot.config_values import TimeWindow
+from compactbot.scheduler.windows import next_window_start
 
 # APScheduler asks for the fire time after `previous`; step past it so a fire is never repeated.
 _AFTER_PREVIOUS = timedelta(microseconds=1)

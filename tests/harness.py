@@ -8,11 +8,11 @@ from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from bot.app import App
-from bot.config import Config
-from bot.config_loading import load_config
-from bot.events import InboundMessage, ReplyTarget
-from bot.llm import LLMClient
+from compactbot.bot.app import App
+from compactbot.bot.config import Config
+from compactbot.bot.config_loading import load_config
+from compactbot.bot.events import InboundMessage, ReplyTarget
+from compactbot.bot.llm import LLMClient
 
 
 def make_config(tmp_path: Path, env: Mapping[str, str] | None = None) -> Config:
@@ -49,7 +49,7 @@ class RecordingAdapter:
     async def send(self, target: ReplyTarget, text: str) -> None:
         if self.fail_sends:
             self.fail_sends -= 1
-            from bot.events import DeliveryError
+            from compactbot.bot.events import DeliveryError
 
             raise DeliveryError("platform refused the message")
         self.sent.append((target, text))

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from bot.activation import activated
+from compactbot.bot.activation import activated
 
 
 def test_always_activation_answers_every_message() -> None:

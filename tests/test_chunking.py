@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from adapters.chunking import classify_lines, fences_balanced, split_message, utf16_len
+from compactbot.adapters.chunking import classify_lines, fences_balanced, split_message, utf16_len
 
 FENCE_LINE_RE = re.compile(r"^ {0,3}`{3,}[^`\n]*$")
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from adapters.chunking import fences_balanced
-from adapters.discord_text import discord_chunks, neutralize_mass_mentions
+from compactbot.adapters.chunking import fences_balanced
+from compactbot.adapters.discord_text import discord_chunks, neutralize_mass_mentions
 
 
 def test_long_reply_splits_under_2000_with_balanced_fences() -> None:

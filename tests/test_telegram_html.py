@@ -9,8 +9,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from adapters.chunking import utf16_len
-from adapters.telegram_html import html_to_plain, markdown_to_telegram_html, render_chunks
+from compactbot.adapters.chunking import utf16_len
+from compactbot.adapters.telegram_html import (
+    html_to_plain,
+    markdown_to_telegram_html,
+    render_chunks,
+)
 
 # Tags Telegram's HTML parse mode understands (the subset we may emit).
 TELEGRAM_TAGS = {"b", "i", "s", "u", "a", "code", "pre", "blockquote"}

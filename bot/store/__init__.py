@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from bot.store.backends import (
+from compactbot.bot.store.backends import (
     StoreTarget,
     UnsupportedStore,
     create_store,
     open_store,
     parse_store_url,
 )
-from bot.store.base import (
+from compactbot.bot.store.base import (
     BookkeepingStore,
     ChatRecord,
     CompactionCommit,
@@ -33,8 +33,8 @@ from bot.store.base import (
     UsagePurpose,
     UsageRow,
 )
-from bot.store.postgres import PostgresStore
-from bot.store.sqlite import SqliteStore
+from compactbot.bot.store.postgres import PostgresStore
+from compactbot.bot.store.sqlite import SqliteStore
 
 __all__ = [
     "BookkeepingStore",

@@ -8,10 +8,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from bot.store.base import Store, StoreError
-from bot.store.postgres import PostgresStore
-from bot.store.postgres_database import redacted_dsn
-from bot.store.sqlite import SqliteStore
+from compactbot.bot.store.base import Store, StoreError
+from compactbot.bot.store.postgres import PostgresStore
+from compactbot.bot.store.postgres_database import redacted_dsn
+from compactbot.bot.store.sqlite import SqliteStore
 
 Backend = Literal["sqlite", "postgresql"]
 

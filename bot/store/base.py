@@ -6,13 +6,13 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
-from bot.store.message_records import MessageKind as MessageKind
-from bot.store.message_records import NewMessage as NewMessage
-from bot.store.message_records import StoredMessage as StoredMessage
-from bot.store.message_records import openai_form as openai_form
-from bot.store.shared_limits import SharedLimits
-from compression.memory import Memory
-from compression.state import CompressorState
+from compactbot.bot.store.message_records import MessageKind as MessageKind
+from compactbot.bot.store.message_records import NewMessage as NewMessage
+from compactbot.bot.store.message_records import StoredMessage as StoredMessage
+from compactbot.bot.store.message_records import openai_form as openai_form
+from compactbot.bot.store.shared_limits import SharedLimits
+from compactbot.compression.memory import Memory
+from compactbot.compression.state import CompressorState
 
 UsagePurpose = Literal["reply", "compression"]
 

@@ -8,11 +8,11 @@ from datetime import UTC, datetime
 from functools import partial
 from typing import Any
 
-from bot.store import rows
-from bot.store.base import CompressionEvent, LockRecord, Pin, UsagePurpose, UsageRow
-from bot.store.database import Database, one
-from bot.store.settings_cache import RawSettingsCache
-from bot.store.sqlite_writes import (
+from compactbot.bot.store import rows
+from compactbot.bot.store.base import CompressionEvent, LockRecord, Pin, UsagePurpose, UsageRow
+from compactbot.bot.store.database import Database, one
+from compactbot.bot.store.settings_cache import RawSettingsCache
+from compactbot.bot.store.sqlite_writes import (
     INSERT_EVENT_SQL,
     event_params,
     mark_processed,

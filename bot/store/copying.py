@@ -6,8 +6,8 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Protocol
 
-from bot.store.base import Store, StoreError
-from bot.store.tables import COPIED_TABLES, CopiedTable, Row, StoreTables
+from compactbot.bot.store.base import Store, StoreError
+from compactbot.bot.store.tables import COPIED_TABLES, CopiedTable, Row, StoreTables
 
 
 class CopyRefused(StoreError):

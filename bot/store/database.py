@@ -14,8 +14,8 @@ from typing import Any, TypeVar
 
 import aiosqlite
 
-from bot.store.base import StoreError
-from bot.store.migrations import TRIGRAM, UNICODE61, apply_migrations
+from compactbot.bot.store.base import StoreError
+from compactbot.bot.store.migrations import TRIGRAM, UNICODE61, apply_migrations
 
 BUSY_TIMEOUT_MS = 5000  # another process (the CLI) may hold the write lock briefly
 

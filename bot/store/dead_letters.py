@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Protocol
 
-from bot.store.base import DeadLetter
-from bot.store.database import Database
-from bot.store.rows import Row
+from compactbot.bot.store.base import DeadLetter
+from compactbot.bot.store.database import Database
+from compactbot.bot.store.rows import Row
 
 # A dead letter is evidence, not a backup: enough of the payload to see what went wrong.
 MAX_PAYLOAD_CHARS = 16_000

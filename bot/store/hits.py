@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from bot.store.base import SearchHit
+from compactbot.bot.store.base import SearchHit
 
 MAX_SEARCH_LIMIT = 100
 # A compaction copies the tail, so the same text can exist archived and active: fetch extra.

@@ -8,7 +8,7 @@ from typing import Any, cast
 
 import aiosqlite
 
-from compression.memory import (
+from compactbot.compression.memory import (
     ENTRY_KINDS,
     ENTRY_ORIGINS,
     ENTRY_STATUSES,

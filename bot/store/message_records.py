@@ -6,7 +6,7 @@ import json
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from compression.message_hints import message_hints
+from compactbot.compression.message_hints import message_hints
 
 MessageKind = Literal["message", "summary", "note"]
 

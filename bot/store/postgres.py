@@ -12,29 +12,29 @@ from collections.abc import Callable, Sequence
 from types import TracebackType
 from typing import Any
 
-from bot.store import postgres_rows, rows
-from bot.store.base import (
+from compactbot.bot.store import postgres_rows, rows
+from compactbot.bot.store.base import (
     ChatRecord,
     SearchHit,
     SessionNotFound,
     SessionRecord,
     StoredMessage,
 )
-from bot.store.hits import FETCH_FACTOR, clamp_limit, distinct_hits
-from bot.store.postgres_appends import OPEN_SESSION_SQL, start_session
-from bot.store.postgres_bookkeeping import PostgresBookkeeping
-from bot.store.postgres_database import PostgresDatabase, affected, redacted_dsn
-from bot.store.postgres_inbox import PostgresInbox
-from bot.store.postgres_limits import PostgresLimits
-from bot.store.postgres_memory import load_memory
-from bot.store.postgres_outbox import PostgresOutbox
-from bot.store.postgres_pacing import PostgresPacing
-from bot.store.postgres_revisions import PostgresRevisions
-from bot.store.postgres_tables import PostgresTables
-from bot.store.postgres_writes import COUNT_ACTIVE_SQL, WRITE_STATE_SQL, PostgresWrites
-from bot.store.settings_cache import RawSettingsCache
-from compression.memory import Memory
-from compression.state import CompressorState
+from compactbot.bot.store.hits import FETCH_FACTOR, clamp_limit, distinct_hits
+from compactbot.bot.store.postgres_appends import OPEN_SESSION_SQL, start_session
+from compactbot.bot.store.postgres_bookkeeping import PostgresBookkeeping
+from compactbot.bot.store.postgres_database import PostgresDatabase, affected, redacted_dsn
+from compactbot.bot.store.postgres_inbox import PostgresInbox
+from compactbot.bot.store.postgres_limits import PostgresLimits
+from compactbot.bot.store.postgres_memory import load_memory
+from compactbot.bot.store.postgres_outbox import PostgresOutbox
+from compactbot.bot.store.postgres_pacing import PostgresPacing
+from compactbot.bot.store.postgres_revisions import PostgresRevisions
+from compactbot.bot.store.postgres_tables import PostgresTables
+from compactbot.bot.store.postgres_writes import COUNT_ACTIVE_SQL, WRITE_STATE_SQL, PostgresWrites
+from compactbot.bot.store.settings_cache import RawSettingsCache
+from compactbot.compression.memory import Memory
+from compactbot.compression.state import CompressorState
 
 log = logging.getLogger(__name__)
 

@@ -10,12 +10,18 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
-from bot.store import postgres_rows, rows
-from bot.store.base import IngestItem, IngestResult, NewMessage, SessionNotFound, SessionRecord
-from bot.store.postgres_database import affected
+from compactbot.bot.store import postgres_rows, rows
+from compactbot.bot.store.base import (
+    IngestItem,
+    IngestResult,
+    NewMessage,
+    SessionNotFound,
+    SessionRecord,
+)
+from compactbot.bot.store.postgres_database import affected
 
 if TYPE_CHECKING:
-    from bot.store.postgres_database import PooledConnection
+    from compactbot.bot.store.postgres_database import PooledConnection
 
 OPEN_SESSION_SQL = (
     "SELECT * FROM sessions WHERE chat_key = $1 AND scope_user IS NOT DISTINCT FROM $2"

@@ -9,24 +9,24 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
-from bot.store import rows
-from bot.store.base import CompressionEvent, LockRecord, Pin, UsagePurpose, UsageRow
-from bot.store.dead_letters import (
+from compactbot.bot.store import rows
+from compactbot.bot.store.base import CompressionEvent, LockRecord, Pin, UsagePurpose, UsageRow
+from compactbot.bot.store.dead_letters import (
     MAX_ERROR_CHARS,
     MAX_PAYLOAD_CHARS,
     DeadLetter,
     dead_letter_from_row,
 )
-from bot.store.postgres_database import PostgresDatabase, affected
-from bot.store.settings_cache import RawSettingsCache
-from bot.store.sqlite_writes import (
+from compactbot.bot.store.postgres_database import PostgresDatabase, affected
+from compactbot.bot.store.settings_cache import RawSettingsCache
+from compactbot.bot.store.sqlite_writes import (
     PROCESSED_UPDATES_KEEP_SECONDS,
     PRUNE_INTERVAL_SECONDS,
     event_params,
 )
 
 if TYPE_CHECKING:
-    from bot.store.postgres_database import PooledConnection
+    from compactbot.bot.store.postgres_database import PooledConnection
 
 INSERT_EVENT_SQL = (
     "INSERT INTO compression_events(chat_key, session_id, trigger, started_at,"

@@ -14,13 +14,18 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from bot.store.base import NewMessage, TurnFence
-from bot.store.postgres_appends import append_rows
-from bot.store.postgres_database import PostgresDatabase, affected
-from bot.store.postgres_queue_sql import CHANNEL_SQL, FENCE_SQL, INSERT_JOB_SQL, NOTIFY_SQL
+from compactbot.bot.store.base import NewMessage, TurnFence
+from compactbot.bot.store.postgres_appends import append_rows
+from compactbot.bot.store.postgres_database import PostgresDatabase, affected
+from compactbot.bot.store.postgres_queue_sql import (
+    CHANNEL_SQL,
+    FENCE_SQL,
+    INSERT_JOB_SQL,
+    NOTIFY_SQL,
+)
 
 if TYPE_CHECKING:
-    from bot.store.postgres_database import PooledConnection
+    from compactbot.bot.store.postgres_database import PooledConnection
 
 # The lane heads (oldest unfinished job of a chat) a worker may answer, free now. A head still
 # 'doing' once its lease ran out lost its worker: a survivor.

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from bot.store.postgres_database import PostgresDatabase
-from bot.store.shared_limits import LIMITS_PRUNE_INTERVAL_SECONDS, RATE_WINDOW_SECONDS
+from compactbot.bot.store.postgres_database import PostgresDatabase
+from compactbot.bot.store.shared_limits import LIMITS_PRUNE_INTERVAL_SECONDS, RATE_WINDOW_SECONDS
 
 # $1 key, $2 per_minute, $3 now, $4 the window's seconds.
 _IN_WINDOW = "(SELECT count(*) FROM unnest(w.hits) AS h WHERE $3 - h < $4)"

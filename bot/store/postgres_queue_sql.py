@@ -5,10 +5,10 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING
 
-from bot.store.base import IngestItem, IngestResult, TurnFence, TurnLost
+from compactbot.bot.store.base import IngestItem, IngestResult, TurnFence, TurnLost
 
 if TYPE_CHECKING:
-    from bot.store.postgres_database import PooledConnection
+    from compactbot.bot.store.postgres_database import PooledConnection
 
 # One channel per schema: installations (and the tests' schemas) sharing a server wake only
 # their own workers. Hashed, because a channel name is at most 63 bytes and a schema name may

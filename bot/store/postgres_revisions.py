@@ -10,13 +10,13 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from bot.store import rows
-from bot.store.base import StoredMessage
-from bot.store.postgres_database import PostgresDatabase
-from bot.store.postgres_rows import search_text_of
+from compactbot.bot.store import rows
+from compactbot.bot.store.base import StoredMessage
+from compactbot.bot.store.postgres_database import PostgresDatabase
+from compactbot.bot.store.postgres_rows import search_text_of
 
 if TYPE_CHECKING:
-    from bot.store.postgres_database import PooledConnection
+    from compactbot.bot.store.postgres_database import PooledConnection
 
 _FIND_SQL = (
     "SELECT m.* FROM messages m JOIN sessions s ON s.id = m.session_id"

@@ -9,9 +9,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from bot.store import rows
-from bot.store.base import NewMessage
-from compression.state import CompressorState
+from compactbot.bot.store import rows
+from compactbot.bot.store.base import NewMessage
+from compactbot.compression.state import CompressorState
 
 # rows.MESSAGE_COLUMNS, then what only this backend has.
 MESSAGE_COLUMNS = rows.MESSAGE_COLUMNS + ", search_text"

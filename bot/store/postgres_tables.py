@@ -5,10 +5,10 @@ from __future__ import annotations
 from collections.abc import AsyncIterable, AsyncIterator, Callable
 from typing import Any
 
-from bot.store import rows
-from bot.store.postgres_database import PostgresDatabase
-from bot.store.postgres_rows import search_text_of
-from bot.store.tables import PAGE_ROWS, CopiedTable, Row, quoted
+from compactbot.bot.store import rows
+from compactbot.bot.store.postgres_database import PostgresDatabase
+from compactbot.bot.store.postgres_rows import search_text_of
+from compactbot.bot.store.tables import PAGE_ROWS, CopiedTable, Row, quoted
 
 # Rows from SQLite carry 0/1 for booleans and may carry ints for floats; asyncpg wants the type.
 _CONVERTERS: dict[str, Callable[[Any], Any]] = {

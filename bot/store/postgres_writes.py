@@ -11,8 +11,8 @@ import logging
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from bot.store import postgres_rows, rows
-from bot.store.base import (
+from compactbot.bot.store import postgres_rows, rows
+from compactbot.bot.store.base import (
     CompactionCommit,
     CompressionEvent,
     IngestItem,
@@ -23,23 +23,27 @@ from bot.store.base import (
     StateDelta,
     TurnFence,
 )
-from bot.store.postgres_appends import (
+from compactbot.bot.store.postgres_appends import (
     Appending,
     append_rows,
     insert_after_max,
     max_seq,
     open_appending,
 )
-from bot.store.postgres_bookkeeping import INSERT_EVENT_SQL, mark_processed, prune_processed
-from bot.store.postgres_database import PostgresDatabase, affected
-from bot.store.postgres_memory import write_memory
-from bot.store.postgres_queue_sql import NOTIFY_SQL, check_turn_fence, enqueue_turn
-from bot.store.sqlite_writes import event_params
-from compression.memory import Memory
-from compression.state import CompressorState
+from compactbot.bot.store.postgres_bookkeeping import (
+    INSERT_EVENT_SQL,
+    mark_processed,
+    prune_processed,
+)
+from compactbot.bot.store.postgres_database import PostgresDatabase, affected
+from compactbot.bot.store.postgres_memory import write_memory
+from compactbot.bot.store.postgres_queue_sql import NOTIFY_SQL, check_turn_fence, enqueue_turn
+from compactbot.bot.store.sqlite_writes import event_params
+from compactbot.compression.memory import Memory
+from compactbot.compression.state import CompressorState
 
 if TYPE_CHECKING:
-    from bot.store.postgres_database import PooledConnection
+    from compactbot.bot.store.postgres_database import PooledConnection
 
 log = logging.getLogger(__name__)
 

@@ -13,9 +13,9 @@ from typing import Any
 
 import aiosqlite
 
-from bot.store import rows
-from bot.store.base import StoredMessage
-from bot.store.database import Database, one
+from compactbot.bot.store import rows
+from compactbot.bot.store.base import StoredMessage
+from compactbot.bot.store.database import Database, one
 
 _FIND_SQL = (
     "SELECT m.* FROM messages m JOIN sessions s ON s.id = m.session_id"

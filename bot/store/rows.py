@@ -6,7 +6,7 @@ import json
 from collections.abc import Mapping
 from typing import Any, cast
 
-from bot.store.base import (
+from compactbot.bot.store.base import (
     ChatRecord,
     CompressionEvent,
     NewMessage,
@@ -17,7 +17,7 @@ from bot.store.base import (
     UsagePurpose,
     UsageRow,
 )
-from compression.state import CompressorState
+from compactbot.compression.state import CompressorState
 
 Row = Mapping[str, Any]
 

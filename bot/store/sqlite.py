@@ -10,8 +10,8 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from bot.store import rows, sqlite_ingest
-from bot.store.base import (
+from compactbot.bot.store import rows, sqlite_ingest
+from compactbot.bot.store.base import (
     ChatRecord,
     NewMessage,
     SearchHit,
@@ -20,26 +20,26 @@ from bot.store.base import (
     StoredMessage,
     TurnFence,
 )
-from bot.store.bookkeeping import Bookkeeping
-from bot.store.database import Database, one
-from bot.store.dead_letters import DeadLetters
-from bot.store.hits import FETCH_FACTOR, clamp_limit, distinct_hits
-from bot.store.memory_rows import SELECT_ENTRIES_SQL, SELECT_REREAD_SQL, memory_from_rows
-from bot.store.migrations import TRIGRAM, indexed_text
-from bot.store.revisions import Revisions
-from bot.store.settings_cache import RawSettingsCache
-from bot.store.sqlite_fts import QUIET_SECONDS, BackgroundIndexer
-from bot.store.sqlite_ingest import OPEN_SESSION_SQL
-from bot.store.sqlite_limits import SqliteLimits
-from bot.store.sqlite_tables import SqliteTables
-from bot.store.sqlite_writes import (
+from compactbot.bot.store.bookkeeping import Bookkeeping
+from compactbot.bot.store.database import Database, one
+from compactbot.bot.store.dead_letters import DeadLetters
+from compactbot.bot.store.hits import FETCH_FACTOR, clamp_limit, distinct_hits
+from compactbot.bot.store.memory_rows import SELECT_ENTRIES_SQL, SELECT_REREAD_SQL, memory_from_rows
+from compactbot.bot.store.migrations import TRIGRAM, indexed_text
+from compactbot.bot.store.revisions import Revisions
+from compactbot.bot.store.settings_cache import RawSettingsCache
+from compactbot.bot.store.sqlite_fts import QUIET_SECONDS, BackgroundIndexer
+from compactbot.bot.store.sqlite_ingest import OPEN_SESSION_SQL
+from compactbot.bot.store.sqlite_limits import SqliteLimits
+from compactbot.bot.store.sqlite_tables import SqliteTables
+from compactbot.bot.store.sqlite_writes import (
     COUNT_ACTIVE_SQL,
     CompactionWrites,
     refuse_fence,
     start_session,
 )
-from compression.memory import Memory
-from compression.state import CompressorState
+from compactbot.compression.memory import Memory
+from compactbot.compression.state import CompressorState
 
 log = logging.getLogger(__name__)
 

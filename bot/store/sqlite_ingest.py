@@ -12,8 +12,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from bot.store import rows
-from bot.store.base import IngestItem, IngestResult, NewMessage, SessionNotFound, SessionRecord
+from compactbot.bot.store import rows
+from compactbot.bot.store.base import (
+    IngestItem,
+    IngestResult,
+    NewMessage,
+    SessionNotFound,
+    SessionRecord,
+)
 
 # Telegram redelivers an unacknowledged update for at most 24 hours; a week is ample margin.
 PROCESSED_UPDATES_KEEP_SECONDS = 7 * 24 * 3600

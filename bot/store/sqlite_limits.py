@@ -11,8 +11,8 @@ from collections.abc import Callable, Sequence
 from functools import partial
 from typing import TypeVar
 
-from bot.store.database import Database
-from bot.store.shared_limits import LIMITS_PRUNE_INTERVAL_SECONDS, RATE_WINDOW_SECONDS
+from compactbot.bot.store.database import Database
+from compactbot.bot.store.shared_limits import LIMITS_PRUNE_INTERVAL_SECONDS, RATE_WINDOW_SECONDS
 
 T = TypeVar("T")
 

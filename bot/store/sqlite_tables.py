@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterable, AsyncIterator
 
-from bot.store.database import Database
-from bot.store.tables import PAGE_ROWS, CopiedTable, Row, quoted
+from compactbot.bot.store.database import Database
+from compactbot.bot.store.tables import PAGE_ROWS, CopiedTable, Row, quoted
 
 
 class SqliteTables:

@@ -14,8 +14,8 @@ from typing import Any
 
 import aiosqlite
 
-from bot.store import rows
-from bot.store.base import (
+from compactbot.bot.store import rows
+from compactbot.bot.store.base import (
     CompactionCommit,
     CompressionEvent,
     IngestItem,
@@ -26,10 +26,10 @@ from bot.store.base import (
     StateDelta,
     TurnFence,
 )
-from bot.store.database import Database, one
-from bot.store.memory_rows import write_memory
-from bot.store.sqlite_fts import BackgroundIndexer
-from bot.store.sqlite_ingest import (
+from compactbot.bot.store.database import Database, one
+from compactbot.bot.store.memory_rows import write_memory
+from compactbot.bot.store.sqlite_fts import BackgroundIndexer
+from compactbot.bot.store.sqlite_ingest import (
     INSERT_CHAT_SQL,
     INSERT_SESSION_SQL,
     MARK_PROCESSED_SQL,
@@ -40,9 +40,11 @@ from bot.store.sqlite_ingest import (
 )
 
 # Kept importable from here for the PostgreSQL store, which shares the retention rule.
-from bot.store.sqlite_ingest import PROCESSED_UPDATES_KEEP_SECONDS as PROCESSED_UPDATES_KEEP_SECONDS
-from compression.memory import Memory
-from compression.state import CompressorState
+from compactbot.bot.store.sqlite_ingest import (
+    PROCESSED_UPDATES_KEEP_SECONDS as PROCESSED_UPDATES_KEEP_SECONDS,
+)
+from compactbot.compression.memory import Memory
+from compactbot.compression.state import CompressorState
 
 log = logging.getLogger(__name__)
 

@@ -14,7 +14,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
-from bot.store.base import IngestItem, IngestResult, NewMessage, Store
+from compactbot.bot.store.base import IngestItem, IngestResult, NewMessage, Store
 
 log = logging.getLogger(__name__)
 

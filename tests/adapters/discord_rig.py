@@ -11,10 +11,10 @@ from typing import Any
 
 from aiohttp import web
 
-from adapters.discord import DiscordPlatform
-from bot.app import App
-from bot.events import Adapter, InboundMessage
-from bot.services import Services
+from compactbot.adapters.discord import DiscordPlatform
+from compactbot.bot.app import App
+from compactbot.bot.events import Adapter, InboundMessage
+from compactbot.bot.services import Services
 from tests.fakes.discord_payloads import EVERYONE_PERMISSIONS, message_payload
 from tests.fakes.discord_server import FakeDiscord
 from tests.fakes.discord_wire import RestCall, SentDiscordMessage, json_response, read_body

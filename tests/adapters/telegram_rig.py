@@ -8,8 +8,8 @@ from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from adapters.telegram import TelegramPlatform
-from bot.app import App
+from compactbot.adapters.telegram import TelegramPlatform
+from compactbot.bot.app import App
 from tests.fakes.openai_server import FakeOpenAI
 from tests.fakes.telegram_server import FakeTelegram
 from tests.harness import endpoint_env, make_config, running_app

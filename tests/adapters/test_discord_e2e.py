@@ -10,8 +10,8 @@ from pathlib import Path
 import discord
 import pytest
 
-from adapters.discord import DiscordPlatform
-from adapters.discord_text import DISCORD_MAX_CHARS, discord_chunks
+from compactbot.adapters.discord import DiscordPlatform
+from compactbot.adapters.discord_text import DISCORD_MAX_CHARS, discord_chunks
 from tests.adapters.discord_rig import GUILD_READY_SECONDS, WAIT_SECONDS, Rig, discord_rig
 from tests.fakes.discord_payloads import MANAGE_MESSAGES
 from tests.fakes.discord_server import FakeDiscord

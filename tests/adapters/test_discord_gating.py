@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import dataclasses
 
-from adapters.discord_gating import DiscordFacts, ignore_reason, model_text, to_inbound
-from bot.activation import activated
+from compactbot.adapters.discord_gating import DiscordFacts, ignore_reason, model_text, to_inbound
+from compactbot.bot.activation import activated
 
 BOT = "900"
 FACTS = DiscordFacts(

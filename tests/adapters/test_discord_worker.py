@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from adapters.discord import DiscordPlatform
-from bot.events import ReplyTarget
-from bot.identify_pacing import IdentifyPacing
+from compactbot.adapters.discord import DiscordPlatform
+from compactbot.bot.events import ReplyTarget
+from compactbot.bot.identify_pacing import IdentifyPacing
 from tests import postgres_server
 from tests.adapters.discord_rig import GUILD_READY_SECONDS, RecordingGateway
 from tests.fakes.discord_server import FakeDiscord

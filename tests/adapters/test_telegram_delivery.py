@@ -8,13 +8,13 @@ import pytest
 from telegram import Bot
 from telegram.ext import ExtBot
 
-from adapters.telegram_delivery import (
+from compactbot.adapters.telegram_delivery import (
     NETWORK_BACKOFF_SECONDS,
     TelegramSender,
     WireMarkingLimiter,
 )
-from bot.events import DeliveryError, ReplyTarget
-from bot.wire import WIRE
+from compactbot.bot.events import DeliveryError, ReplyTarget
+from compactbot.bot.wire import WIRE
 from tests.fakes.fixtures import fake_telegram  # noqa: F401  (pytest fixture)
 from tests.fakes.telegram_server import FakeTelegram
 

@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from adapters.chunking import utf16_len
-from adapters.telegram import TelegramPlatform, TelegramStartError
-from adapters.telegram_html import html_to_plain, render_chunks
-from bot.app import App
+from compactbot.adapters.chunking import utf16_len
+from compactbot.adapters.telegram import TelegramPlatform, TelegramStartError
+from compactbot.adapters.telegram_html import html_to_plain, render_chunks
+from compactbot.bot.app import App
 from tests.fakes.fixtures import fake_telegram, free_port  # noqa: F401  (pytest fixtures)
 from tests.fakes.openai_server import FakeOpenAI, Reply
 from tests.fakes.telegram_server import FakeTelegram, SentMessage
@@ -301,7 +301,9 @@ async def test_compactbot_run_subprocess_answers_and_exits_on_sigterm(
     tmp_path: Path,
     fake_telegram: FakeTelegram,  # noqa: F811
 ) -> None:
-    pytest.importorskip("scheduler.overnight", reason="bot/service.py needs the scheduler")
+    pytest.importorskip(
+        "compactbot.scheduler.overnight", reason="bot/service.py needs the scheduler"
+    )
     log_path = tmp_path / "stderr.log"
     with log_path.open("wb") as stderr:
         process = await asyncio.create_subprocess_exec(

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 from telegram import Update
 
-from adapters.telegram_gating import (
+from compactbot.adapters.telegram_gating import (
     Addressing,
     BotSelf,
     addressing,

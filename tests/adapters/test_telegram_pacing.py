@@ -8,16 +8,16 @@ from collections.abc import AsyncIterator
 import pytest
 from telegram.ext import ExtBot
 
-from adapters.telegram_delivery import TelegramSender, WireMarkingLimiter
-from adapters.telegram_pacing import (
+from compactbot.adapters.telegram_delivery import TelegramSender, WireMarkingLimiter
+from compactbot.adapters.telegram_pacing import (
     BOT_BURST,
     BOT_INTERVAL_SECONDS,
     GROUP_BURST,
     GROUP_INTERVAL_SECONDS,
     SharedPacing,
 )
-from bot.events import ReplyTarget
-from bot.store import PostgresStore
+from compactbot.bot.events import ReplyTarget
+from compactbot.bot.store import PostgresStore
 from tests import postgres_server
 from tests.fakes.fixtures import fake_telegram  # noqa: F401  (pytest fixture)
 from tests.fakes.telegram_server import FakeTelegram

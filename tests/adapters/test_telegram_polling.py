@@ -8,9 +8,9 @@ from collections.abc import AsyncIterator
 import pytest
 from telegram import Bot, Update
 
-from adapters.telegram_ingest import UpdateIngest
-from adapters.telegram_polling import UpdatePoller
-from bot.store.base import DeadLetter
+from compactbot.adapters.telegram_ingest import UpdateIngest
+from compactbot.adapters.telegram_polling import UpdatePoller
+from compactbot.bot.store.base import DeadLetter
 from tests.fakes.fixtures import fake_telegram  # noqa: F401  (pytest fixture)
 from tests.fakes.telegram_server import FakeTelegram
 

@@ -28,7 +28,7 @@ def env_for(tmp_path: Path, **extra: str) -> dict[str, str]:
 
 def compactbot(tmp_path: Path, *args: str, stdin: str = "", **env: str):
     return subprocess.run(
-        [sys.executable, "-m", "bot", *args],
+        [sys.executable, "-m", "compactbot.bot", *args],
         input=stdin,
         capture_output=True,
         text=True,
@@ -168,7 +168,7 @@ def test_make_run_without_env_opens_the_offline_console_room(tmp_path: Path) -> 
 def waiting_console(tmp_path: Path, **env: str) -> subprocess.Popen[str]:
     """`compactbot run` with no platform token: the console room, once it waits for input."""
     proc = subprocess.Popen(
-        [sys.executable, "-m", "bot", "run"],
+        [sys.executable, "-m", "compactbot.bot", "run"],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,

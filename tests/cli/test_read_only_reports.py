@@ -12,7 +12,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from bot.store.sqlite import SqliteStore
+from compactbot.bot.store.sqlite import SqliteStore
 from tests.cli.test_console_and_operator import bot_lines, compactbot, env_for
 
 REPORTS = (("chats",), ("history", "console:r"), ("stats",), ("deadletters",))
@@ -89,7 +89,16 @@ def test_reports_on_a_missing_database_create_no_file(tmp_path: Path) -> None:
 def test_console_survives_an_invalid_utf8_byte_and_answers_every_line(tmp_path: Path) -> None:
     script = b"alice: first \xff\xfe bad bytes @bot\nbob: second line @bot\n"
     run = subprocess.run(
-        [sys.executable, "-m", "bot", "console", "--room", "bytes", "--model", "offline"],
+        [
+            sys.executable,
+            "-m",
+            "compactbot.bot",
+            "console",
+            "--room",
+            "bytes",
+            "--model",
+            "offline",
+        ],
         input=script,
         capture_output=True,
         env=env_for(tmp_path),

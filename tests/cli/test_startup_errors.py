@@ -21,7 +21,7 @@ def test_an_unreachable_database_is_one_line_without_a_traceback_or_password(
 ) -> None:
     dsn = f"postgresql://bot:s3cret-pw@127.0.0.1:{_closed_port()}/compactbot"
     run = subprocess.run(
-        [sys.executable, "-m", "bot", "run"],
+        [sys.executable, "-m", "compactbot.bot", "run"],
         stdin=subprocess.DEVNULL,
         capture_output=True,
         text=True,

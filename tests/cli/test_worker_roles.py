@@ -8,13 +8,13 @@ from pathlib import Path
 
 import pytest
 
-from bot.cli import build_parser, shard_ids
+from compactbot.bot.cli import build_parser, shard_ids
 from tests.cli.test_console_and_operator import env_for
 
 
 def run(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "bot", *args],
+        [sys.executable, "-m", "compactbot.bot", *args],
         stdin=subprocess.DEVNULL,
         capture_output=True,
         text=True,

@@ -7,8 +7,8 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from compression.summarizer import SummaryRequest
-from compression.transcript import content_text
+from compactbot.compression.summarizer import SummaryRequest
+from compactbot.compression.transcript import content_text
 
 # Tests plant facts as "FACT-<n>: <text>." sentences; a perfect summarizer keeps every one.
 PLANTED = re.compile(r"FACT-\d+: [^.\n\]]*")

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import copy
 
-from compression.assemble import (
+from compactbot.compression.assemble import (
     COMPACTION_NOTE,
     STRIPPED_IMAGE_TEXT,
     assemble,
@@ -12,7 +12,7 @@ from compression.assemble import (
     summary_placement,
     with_compaction_note,
 )
-from compression.template import SUMMARY_END_MARKER, SUMMARY_PREFIX, is_summary_text
+from compactbot.compression.template import SUMMARY_END_MARKER, SUMMARY_PREFIX, is_summary_text
 from tests.compression.scripted import assistant, image_user, system, tool_round, user
 
 

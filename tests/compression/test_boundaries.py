@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from compression.boundaries import (
+from compactbot.compression.boundaries import (
     align_backward,
     align_forward,
     find_tail_start,

@@ -1,7 +1,7 @@
 from __future__ import annotations
 
-from compression import breaker
-from compression.state import CompressorState
+from compactbot.compression import breaker
+from compactbot.compression.state import CompressorState
 
 NOW = 1_000_000.0
 

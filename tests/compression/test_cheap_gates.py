@@ -8,9 +8,9 @@ import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from compression.features import has_features, message_features
-from compression.line_weight import may_weigh, text_weight
-from compression.salient import has_digit
+from compactbot.compression.features import has_features, message_features
+from compactbot.compression.line_weight import may_weigh, text_weight
+from compactbot.compression.salient import has_digit
 
 TEXTS = st.text(alphabet=st.sampled_from("ab9 :.$\n٣€Monday"), max_size=40)
 
@@ -44,7 +44,12 @@ def test_may_weigh_never_hides_a_weight(words: list[str]) -> None:
 
 def _scanned_may_weigh(text: str, minimum: int) -> bool:
     """may_weigh() spelled out one substring test per marker: what its automaton stands for."""
-    from compression.line_weight import CURRENCIES, FILE_EXTENSION, KEEP_MARKERS, NORMATIVE
+    from compactbot.compression.line_weight import (
+        CURRENCIES,
+        FILE_EXTENSION,
+        KEEP_MARKERS,
+        NORMATIVE,
+    )
 
     if minimum <= 1 or ":" in text or "$" in text or has_digit(text):
         return True
@@ -87,7 +92,7 @@ def test_may_weigh_passes_every_text_the_marker_scans_pass(pieces: list[str], mi
 def test_hinted_reads_the_bits_the_comprehension_reads(
     hints: list[int | None], mask: int, clear: bool
 ) -> None:
-    from compression.message_hints import hinted
+    from compactbot.compression.message_hints import hinted
 
     expected = [i for i, h in enumerate(hints) if h is None or bool(h & mask) != clear]
     assert hinted(hints, mask, clear=clear) == expected
@@ -98,8 +103,8 @@ def test_hinted_reads_the_bits_the_comprehension_reads(
 
 
 async def test_a_lone_surrogate_passes_every_gate_of_a_compaction() -> None:
-    from compression import CompressorConfig, ContextCompressor
-    from compression.message_hints import message_hints
+    from compactbot.compression import CompressorConfig, ContextCompressor
+    from compactbot.compression.message_hints import message_hints
     from tests.compression.seeded_chats import seeded_chat
 
     chat = seeded_chat(1)

@@ -4,14 +4,14 @@ import copy
 import datetime as dt
 from types import SimpleNamespace
 
-from compression import (
+from compactbot.compression import (
     SUMMARY_END_MARKER,
     CompressorConfig,
     CompressorState,
     ContextCompressor,
     SummaryRequest,
 )
-from compression.template import is_summary_text, summary_body, wrap_summary
+from compactbot.compression.template import is_summary_text, summary_body, wrap_summary
 from tests.compression.scripted import (
     FakeClock,
     PerfectSummarizer,
@@ -203,7 +203,7 @@ async def test_state_resumes_from_given_compressor_state() -> None:
 async def test_merged_summary_is_unwrapped_on_next_compaction() -> None:
     head = [system(), user("A", "FACT-900: first"), assistant("ok")]
     tail = [user("C", "FACT-901: merged target " + "x " * 50)]
-    from compression.assemble import assemble
+    from compactbot.compression.assemble import assemble
 
     merged = assemble(head, "- FACT-800: old summary fact", tail)
     assert is_summary_text(merged[-1]["content"])

@@ -7,9 +7,9 @@ import re
 import time
 from collections import Counter
 
-from compression.deterministic import MAX_SUMMARY_CHARS, deterministic_summary
-from compression.summarizer import SummaryRequest
-from compression.template import SECTION_HEADINGS, wrap_summary
+from compactbot.compression.deterministic import MAX_SUMMARY_CHARS, deterministic_summary
+from compactbot.compression.summarizer import SummaryRequest
+from compactbot.compression.template import SECTION_HEADINGS, wrap_summary
 
 TODAY = dt.date(2026, 11, 2)
 KEY = "sk-abcdefghijklmnopqrstuvwxyz0123456789"
@@ -210,8 +210,8 @@ def test_uses_the_template_headings_in_order() -> None:
 def test_participants_stay_one_line_across_compactions() -> None:
     import datetime as _dt
 
-    from compression.deterministic import deterministic_summary as summarize
-    from compression.summarizer import SummaryRequest as Request
+    from compactbot.compression.deterministic import deterministic_summary as summarize
+    from compactbot.compression.summarizer import SummaryRequest as Request
 
     def request(turns: list[dict], previous: str | None) -> Request:
         return Request(

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import json
 
-from compression import CompressorConfig, CompressorState, ContextCompressor
-from compression.assemble import assemble, drop_unpaired_tool_messages, summary_placement
-from compression.boundaries import find_tail_start, head_size
-from compression.prune import prune
-from compression.template import SUMMARY_END_MARKER, SUMMARY_PREFIX, is_summary_text
-from compression.thresholds import compute_threshold_tokens
+from compactbot.compression import CompressorConfig, CompressorState, ContextCompressor
+from compactbot.compression.assemble import assemble, drop_unpaired_tool_messages, summary_placement
+from compactbot.compression.boundaries import find_tail_start, head_size
+from compactbot.compression.prune import prune
+from compactbot.compression.template import SUMMARY_END_MARKER, SUMMARY_PREFIX, is_summary_text
+from compactbot.compression.thresholds import compute_threshold_tokens
 from tests.compression.scripted import (
     FailingSummarizer,
     FakeClock,

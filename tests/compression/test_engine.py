@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from compression import CompressorConfig, ContextCompressor
-from compression.engine import (
+from compactbot.compression import CompressorConfig, ContextCompressor
+from compactbot.compression.engine import (
     ContextEngine,
     UnknownEngineError,
     check_summary_model_feasibility,
@@ -16,7 +16,7 @@ from compression.engine import (
 
 ENGINE_SOURCE = textwrap.dedent(
     """
-    from compression.compressor import ContextCompressor
+    from compactbot.compression.compressor import ContextCompressor
 
     class EchoEngine(ContextCompressor):
         '''A second engine, only for the entry-point tests.'''
@@ -58,14 +58,14 @@ def test_unknown_engine_names_itself_and_the_known_ones(installed_second_engine:
 
 
 def test_engine_by_module_path() -> None:
-    assert load_engine("compression.compressor:ContextCompressor") is ContextCompressor
+    assert load_engine("compactbot.compression.compressor:ContextCompressor") is ContextCompressor
 
 
 def test_module_path_to_a_non_engine_is_rejected() -> None:
     with pytest.raises(UnknownEngineError):
-        load_engine("compression.thresholds:CompressorConfig")
+        load_engine("compactbot.compression.thresholds:CompressorConfig")
     with pytest.raises(UnknownEngineError):
-        load_engine("compression.nowhere:Thing")
+        load_engine("compactbot.compression.nowhere:Thing")
 
 
 def test_engine_exposes_token_fields() -> None:

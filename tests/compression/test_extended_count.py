@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
-from compression import CompressorConfig, ContextCompressor
-from compression.assemble import COMPACTION_NOTE
-from compression.tokens import TokenCounter, last_piece
+from compactbot.compression import CompressorConfig, ContextCompressor
+from compactbot.compression.assemble import COMPACTION_NOTE
+from compactbot.compression.tokens import TokenCounter, last_piece
 from tests.compression.scripted import PerfectSummarizer, group_chat, system
 
 CONFIG = CompressorConfig(context_length=8_000, protect_last_n=6)

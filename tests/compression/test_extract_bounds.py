@@ -8,10 +8,10 @@ import json
 import tracemalloc
 from typing import Any
 
-from compression import CompressorConfig, ContextCompressor
-from compression.extract import DONE_TOOL_CALLS_PER_SPAN, extract_update
-from compression.features import message_features
-from compression.line_weight import may_weigh
+from compactbot.compression import CompressorConfig, ContextCompressor
+from compactbot.compression.extract import DONE_TOOL_CALLS_PER_SPAN, extract_update
+from compactbot.compression.features import message_features
+from compactbot.compression.line_weight import may_weigh
 
 TODAY = dt.date(2026, 12, 1)
 # Long unpunctuated chatter: a weekday, "is", "will", "please", "need" and no owner or value.
@@ -105,8 +105,8 @@ async def test_a_long_chatter_span_gives_a_small_memory_and_nothing_outlives_the
 
 
 def test_a_chunk_named_by_its_view_reads_the_same_without_its_openings() -> None:
-    from compression.redact import redaction_memo
-    from compression.summary_chunks import summary_chunks
+    from compactbot.compression.redact import redaction_memo
+    from compactbot.compression.summary_chunks import summary_chunks
     from tests.compression.seeded_chats import seeded_chat
 
     for seed in (1, 2, 3):

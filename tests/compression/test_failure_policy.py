@@ -4,14 +4,14 @@ import asyncio
 
 import pytest
 
-from compression import (
+from compactbot.compression import (
     CompressorConfig,
     ContextCompressor,
     SummaryAuthError,
     SummaryError,
     SummaryNetworkError,
 )
-from compression.template import is_summary_text
+from compactbot.compression.template import is_summary_text
 from tests.compression.scripted import (
     FailingSummarizer,
     FakeClock,

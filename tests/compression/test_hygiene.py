@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from compression.hygiene import hygiene_reason
+from compactbot.compression.hygiene import hygiene_reason
 
 
 def test_tokens_at_85pct_of_window_fire() -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from compression import (
+from compactbot.compression import (
     CompressorConfig,
     ContextCompressor,
     Memory,
@@ -12,9 +12,9 @@ from compression import (
     SummaryRequest,
     SummaryTransientError,
 )
-from compression.memory import MemoryEntry, MemoryUpdate, apply_update
-from compression.template import wrap_summary
-from compression.tokens import counter_for
+from compactbot.compression.memory import MemoryEntry, MemoryUpdate, apply_update
+from compactbot.compression.template import wrap_summary
+from compactbot.compression.tokens import counter_for
 from tests.compression.scripted import (
     FILLER,
     FakeClock,

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from compression.memory import EntryKind, Memory, MemoryEntry
-from compression.memory_render import _rendered, render_memory, utf8_bytes
-from compression.tokens import TokenCounter
+from compactbot.compression.memory import EntryKind, Memory, MemoryEntry
+from compactbot.compression.memory_render import _rendered, render_memory, utf8_bytes
+from compactbot.compression.tokens import TokenCounter
 
 TEXTS = [
     "The deploy day is Thursday.",

@@ -8,8 +8,8 @@ from collections.abc import AsyncIterator
 import pytest
 from openai import AsyncOpenAI
 
-from compression.openai_summarizer import OpenAISummarizer
-from compression.summarizer import (
+from compactbot.compression.openai_summarizer import OpenAISummarizer
+from compactbot.compression.summarizer import (
     SummaryAuthError,
     SummaryError,
     SummaryNetworkError,

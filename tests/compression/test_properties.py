@@ -9,10 +9,15 @@ from typing import Any
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from compression import CompressionResult, CompressorConfig, ContextCompressor
-from compression.assemble import summary_content
-from compression.messages import is_real_user_message, last_index, role_of, text_of
-from compression.template import SUMMARY_END_MARKER, is_summary_text, merge_into, wrap_summary
+from compactbot.compression import CompressionResult, CompressorConfig, ContextCompressor
+from compactbot.compression.assemble import summary_content
+from compactbot.compression.messages import is_real_user_message, last_index, role_of, text_of
+from compactbot.compression.template import (
+    SUMMARY_END_MARKER,
+    is_summary_text,
+    merge_into,
+    wrap_summary,
+)
 from tests.compression.scripted import PerfectSummarizer
 
 NAMES = ("Alice", "Bob", "Carol", "Dmitri")

@@ -3,7 +3,7 @@ from __future__ import annotations
 import copy
 import json
 
-from compression.prune import DUPLICATE_PLACEHOLDER, SCREENSHOT_PLACEHOLDER, prune
+from compactbot.compression.prune import DUPLICATE_PLACEHOLDER, SCREENSHOT_PLACEHOLDER, prune
 from tests.compression.scripted import tool_round, user
 
 LONG_OUTPUT = "\n".join(f"line {i} of the test run output, all green" for i in range(47))

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from compression.redact import REDACTED, redact, redact_value
+from compactbot.compression.redact import REDACTED, redact, redact_value
 
 # Fake keys in each provider's documented shape; none of them is real.
 SECRETS = {

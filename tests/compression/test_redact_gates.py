@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from compression.redact import RULES, redact, redaction_memo
+from compactbot.compression.redact import RULES, redact, redaction_memo
 from tests.compression.test_redact import SECRETS
 
 # Pieces of every pattern (and re's non-ASCII case equivalents of i, s and k), so random

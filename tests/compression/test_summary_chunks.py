@@ -7,13 +7,13 @@ from typing import Any
 
 import pytest
 
-from compression import CompressorConfig, ContextCompressor
-from compression.message_hints import HintsError, message_hints
-from compression.redact import redact, redaction_memo
-from compression.summarizer import SummaryRequest
-from compression.summary_chunks import summary_chunks
-from compression.summary_input import chunk_turns, participants, summary_turns
-from compression.tokens import TokenCounter
+from compactbot.compression import CompressorConfig, ContextCompressor
+from compactbot.compression.message_hints import HintsError, message_hints
+from compactbot.compression.redact import redact, redaction_memo
+from compactbot.compression.summarizer import SummaryRequest
+from compactbot.compression.summary_chunks import summary_chunks
+from compactbot.compression.summary_input import chunk_turns, participants, summary_turns
+from compactbot.compression.tokens import TokenCounter
 from tests.compression.seeded_chats import seeded_chat
 
 SEEDS = (1, 2, 3, 4, 5)
@@ -90,7 +90,7 @@ def test_a_transcript_holding_a_summary_compresses_alike_with_hints(seed: int) -
 
 
 def test_hints_vouch_only_for_what_holds() -> None:
-    from compression.message_hints import (
+    from compactbot.compression.message_hints import (
         CALLS_CLEAN,
         FEATURELESS,
         PLAIN,
@@ -100,7 +100,7 @@ def test_hints_vouch_only_for_what_holds() -> None:
         SUMMARY_CLEAN,
         TOOL_MESSAGE,
     )
-    from compression.summary_input import BODY_LIMIT_CHARS
+    from compactbot.compression.summary_input import BODY_LIMIT_CHARS
     from tests.compression.test_redact import SECRETS
 
     chatter = message_hints({"role": "user", "content": "[Alice] see you"})
@@ -126,8 +126,8 @@ def test_hints_vouch_only_for_what_holds() -> None:
     for changed in changes:
         assert not message_hints(changed) & SHOWN_AS_IS, changed
     # Without hints the view tests the same: a chat line shown as it is goes in uncopied.
-    from compression.message_hints import view_hint
-    from compression.summary_chunks import summary_view
+    from compactbot.compression.message_hints import view_hint
+    from compactbot.compression.summary_chunks import summary_view
 
     plain = {"role": "user", "content": "[Alice] see you"}
     reply = {"role": "assistant", "content": "Noted, see you then."}
@@ -151,10 +151,10 @@ def test_hints_vouch_only_for_what_holds() -> None:
 
 @pytest.mark.parametrize("seed", SEEDS)
 def test_the_shown_copy_is_read_once_only_when_it_is_the_text(seed: int) -> None:
-    from compression.extract import read_features
-    from compression.message_hints import SHOWN_FEATURELESS
-    from compression.summary_input import truncate_body
-    from compression.transcript import content_text, strip_think
+    from compactbot.compression.extract import read_features
+    from compactbot.compression.message_hints import SHOWN_FEATURELESS
+    from compactbot.compression.summary_input import truncate_body
+    from compactbot.compression.transcript import content_text, strip_think
 
     padded = {"role": "assistant", "content": "  The budget is $5,000.  "}
     for message in [*seeded_chat(seed), padded]:
@@ -170,7 +170,7 @@ def test_the_shown_copy_is_read_once_only_when_it_is_the_text(seed: int) -> None
 
 @pytest.mark.parametrize("seed", SEEDS)
 def test_the_view_finds_out_no_more_than_stored_hints_vouch_for(seed: int) -> None:
-    from compression.message_hints import SHOWN_AS_IS, SHOWN_LIGHT, view_hint
+    from compactbot.compression.message_hints import SHOWN_AS_IS, SHOWN_LIGHT, view_hint
 
     found = 0
     for message in seeded_chat(seed):

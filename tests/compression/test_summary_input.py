@@ -4,15 +4,15 @@ from __future__ import annotations
 
 import json
 
-from compression.handoff import take_handoffs
-from compression.summary_input import (
+from compactbot.compression.handoff import take_handoffs
+from compactbot.compression.summary_input import (
     chunk_turns,
     derive_focus,
     participants,
     render_turns,
     summary_turns,
 )
-from compression.template import SUMMARY_END_MARKER, merge_into, wrap_summary
+from compactbot.compression.template import SUMMARY_END_MARKER, merge_into, wrap_summary
 
 KEY = "sk-abcdefghijklmnopqrstuvwxyz0123456789"
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import datetime as dt
 
-from compression.summarizer import SummaryRequest
-from compression.template import (
+from compactbot.compression.summarizer import SummaryRequest
+from compactbot.compression.template import (
     HEADING_PINS,
     HEADING_RESOLVED,
     SECTION_HEADINGS,

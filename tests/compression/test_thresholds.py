@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from compression import CompressorConfig, compute_threshold_tokens
+from compactbot.compression import CompressorConfig, compute_threshold_tokens
 
 
 def test_threshold_200k_half_is_100000() -> None:

@@ -11,9 +11,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from compression import CompressorConfig, ContextCompressor
-from compression.message_counts import TokenCountsError
-from compression.tokens import TokenCounter
+from compactbot.compression import CompressorConfig, ContextCompressor
+from compactbot.compression.message_counts import TokenCountsError
+from compactbot.compression.tokens import TokenCounter
 from tests.compression.scripted import PerfectSummarizer, group_chat, system, tool_round, user
 
 CONFIG = CompressorConfig(context_length=8_000, protect_last_n=6)
@@ -65,7 +65,7 @@ async def test_stored_messages_are_not_tokenized_when_counts_are_given() -> None
 
 
 async def test_without_counts_what_is_kept_is_counted_once_and_the_middle_on_a_sample() -> None:
-    from compression.lazy_counts import DENSITY_SAMPLES
+    from compactbot.compression.lazy_counts import DENSITY_SAMPLES
     from tests.compression.seeded_chats import seeded_chat
 
     chat = seeded_chat(7, turns=400)
@@ -97,7 +97,7 @@ async def test_without_counts_the_result_is_the_same_and_the_input_estimated() -
 
 
 async def test_without_counts_a_close_call_is_counted_exactly() -> None:
-    from compression.lazy_counts import LazyCounts, tokens_before
+    from compactbot.compression.lazy_counts import LazyCounts, tokens_before
 
     chat = _chat()
     exact = sum(_stored_counts(chat))
@@ -145,8 +145,8 @@ async def test_a_pruned_result_in_the_middle_is_estimated_not_tokenized() -> Non
 
 
 def test_an_estimate_reads_every_counted_part_of_a_message() -> None:
-    from compression.lazy_counts import estimated_count
-    from compression.message_counts import summarised_tokens
+    from compactbot.compression.lazy_counts import estimated_count
+    from compactbot.compression.message_counts import summarised_tokens
 
     call = {"id": "c1", "function": {"name": "read_file", "arguments": '{"path": "a.py"}'}}
     message = {"role": "assistant", "content": "x" * 40, "tool_calls": [call]}
@@ -161,7 +161,7 @@ def test_an_estimate_reads_every_counted_part_of_a_message() -> None:
 
 
 def test_a_message_estimated_then_counted_is_summed_once() -> None:
-    from compression.lazy_counts import LazyCounts
+    from compactbot.compression.lazy_counts import LazyCounts
 
     chat = _chat()
     counter = TokenCounter(None, cache_entries=0)
@@ -176,7 +176,7 @@ def test_a_message_estimated_then_counted_is_summed_once() -> None:
 
 
 def test_a_range_is_summed_as_message_by_message() -> None:
-    from compression.lazy_counts import LazyCounts
+    from compactbot.compression.lazy_counts import LazyCounts
 
     chat = _chat()
     counter = TokenCounter(None, cache_entries=0)
@@ -228,7 +228,7 @@ async def test_without_counts_the_same_messages_are_kept(
 def test_a_calls_characters_are_those_of_the_json_that_is_counted(
     name: str, arguments: str, ident: str
 ) -> None:
-    from compression.lazy_counts import message_chars
+    from compactbot.compression.lazy_counts import message_chars
 
     call = {"id": ident, "type": "function", "function": {"name": name, "arguments": arguments}}
     message = {"role": "assistant", "content": None, "tool_calls": [call]}

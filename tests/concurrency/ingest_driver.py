@@ -14,10 +14,10 @@ import sys
 import time
 from typing import Any
 
-from bot.app import App
-from bot.offline_model import OfflineModel
-from bot.store import sqlite_ingest
-from bot.store.sqlite import SqliteStore
+from compactbot.bot.app import App
+from compactbot.bot.offline_model import OfflineModel
+from compactbot.bot.store import sqlite_ingest
+from compactbot.bot.store.sqlite import SqliteStore
 from tests.harness import RecordingAdapter, group_message, make_config
 
 UPDATE_ID = "7001"

@@ -9,12 +9,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from bot.app import App
-from bot.compaction import UsageSink
-from bot.llm import LLMResponse
-from compression import Summarizer, SummaryRequest
-from compression.deterministic import deterministic_summary
-from compression.tokens import counter_for
+from compactbot.bot.app import App
+from compactbot.bot.compaction import UsageSink
+from compactbot.bot.llm import LLMResponse
+from compactbot.compression import Summarizer, SummaryRequest
+from compactbot.compression.deterministic import deterministic_summary
+from compactbot.compression.tokens import counter_for
 from tests.compression.scripted import FakeClock
 from tests.harness import RecordingAdapter, group_message
 from tests.reliability.rig import marker_of, yaml_config

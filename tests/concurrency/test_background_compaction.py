@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-from compression.tokens import counter_for
+from compactbot.compression.tokens import counter_for
 from tests.compression.scripted import FakeClock
 from tests.concurrency.rig import CHAT, GatedLLM, GatedSummarizer, chatter, running
 from tests.harness import RecordingAdapter, group_message

@@ -16,14 +16,14 @@ from typing import Any
 import aiosqlite
 import pytest
 
-from bot.compaction import SessionCompactor
-from bot.exclusivity import StoreLeases, new_lock_holder
-from bot.store import Store
-from bot.store.base import CompressionEvent, NewMessage, SessionRecord, StoredMessage
-from bot.store.database import Database
-from bot.store.sqlite import SqliteStore
-from compression import CompressorConfig
-from compression.tokens import counter_for
+from compactbot.bot.compaction import SessionCompactor
+from compactbot.bot.exclusivity import StoreLeases, new_lock_holder
+from compactbot.bot.store import Store
+from compactbot.bot.store.base import CompressionEvent, NewMessage, SessionRecord, StoredMessage
+from compactbot.bot.store.database import Database
+from compactbot.bot.store.sqlite import SqliteStore
+from compactbot.compression import CompressorConfig
+from compactbot.compression.tokens import counter_for
 from tests.concurrency.rig import GatedSummarizer, chatter_text
 from tests.store.conftest import FreshStore, ManualClock
 from tests.store.factories import summary, user

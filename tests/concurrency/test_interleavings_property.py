@@ -16,10 +16,10 @@ from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 
-from bot.app import App
-from bot.store.sqlite import SqliteStore
-from compression import SummaryRequest
-from scheduler.job import run_overnight
+from compactbot.bot.app import App
+from compactbot.bot.store.sqlite import SqliteStore
+from compactbot.compression import SummaryRequest
+from compactbot.scheduler.job import run_overnight
 from tests.compression.scripted import FakeClock
 from tests.concurrency.rig import BASE_SECTIONS, GatedLLM, chatter_text
 from tests.harness import RecordingAdapter, group_message

@@ -8,9 +8,9 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from bot.app import App
-from bot.events import InboundMessage
-from bot.offline_model import OfflineModel
+from compactbot.bot.app import App
+from compactbot.bot.events import InboundMessage
+from compactbot.bot.offline_model import OfflineModel
 from tests.compression.scripted import FakeClock
 from tests.concurrency.ingest_driver import UPDATE_ID, redelivered
 from tests.concurrency.rig import CHAT, GatedLLM, GatedSummarizer, running

@@ -15,8 +15,8 @@ from typing import Any
 import asyncpg
 import pytest
 
-from bot.store import PostgresStore
-from bot.store.base import IngestItem
+from compactbot.bot.store import PostgresStore
+from compactbot.bot.store.base import IngestItem
 from tests import postgres_server
 from tests.concurrency.test_compaction_commit import InjectedCrash, commit, seeded, snapshot
 from tests.store.conftest import START_TIME, ManualClock

@@ -13,7 +13,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 import asyncpg
 import pytest
 
-from bot.store import PostgresStore
+from compactbot.bot.store import PostgresStore
 from tests import postgres_server
 from tests.store.conftest import START_TIME
 

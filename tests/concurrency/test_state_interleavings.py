@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from bot.app import App
-from bot.compaction_report import CompactionReport
-from scheduler.job import run_overnight
+from compactbot.bot.app import App
+from compactbot.bot.compaction_report import CompactionReport
+from compactbot.scheduler.job import run_overnight
 from tests.compression.scripted import FakeClock
 from tests.concurrency.rig import CHAT, GatedLLM, GatedSummarizer, chatter, running
 from tests.harness import RecordingAdapter, group_message

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from bot.app import App
-from bot.offline_model import OfflineModel
+from compactbot.bot.app import App
+from compactbot.bot.offline_model import OfflineModel
 from tests.harness import make_config
 
 CHAT = "test:1"

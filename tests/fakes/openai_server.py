@@ -21,7 +21,7 @@ from typing import Any
 
 from aiohttp import web
 
-from compression.tokens import counter_for
+from compactbot.compression.tokens import counter_for
 
 DEFAULT_CONTEXT_LENGTH = 128_000
 DEFAULT_MODELS = ("fake-model",)

@@ -7,7 +7,7 @@ import random
 from pathlib import Path
 from typing import Any
 
-from bot.app import App
+from compactbot.bot.app import App
 from tests.fakes.openai_server import Behaviour, FakeOpenAI, Reply
 from tests.harness import RecordingAdapter, endpoint_env, group_message, make_config, running_app
 

@@ -1,9 +1,9 @@
 from __future__ import annotations
 
-from bot.compacted_rows import to_rows
-from bot.store.base import StoredMessage
-from compression.template import merge_into, wrap_summary
-from compression.tokens import counter_for
+from compactbot.bot.compacted_rows import to_rows
+from compactbot.bot.store.base import StoredMessage
+from compactbot.compression.template import merge_into, wrap_summary
+from compactbot.compression.tokens import counter_for
 
 
 def stored(i: int, text: str, author: str) -> StoredMessage:

@@ -11,14 +11,14 @@ from typing import Literal
 
 import pytest
 
-from bot.app import App
-from bot.durable_gateway import DurableGateway, message_from_json
-from bot.durable_turns import TurnConsumer
-from bot.events import Adapter, ReplyTarget
-from bot.outbox import OutboxSender
-from bot.store import PostgresStore
-from bot.store.postgres_inbox import InboxJob, PostgresInbox
-from bot.wire import arrived, leaving, refused
+from compactbot.bot.app import App
+from compactbot.bot.durable_gateway import DurableGateway, message_from_json
+from compactbot.bot.durable_turns import TurnConsumer
+from compactbot.bot.events import Adapter, ReplyTarget
+from compactbot.bot.outbox import OutboxSender
+from compactbot.bot.store import PostgresStore
+from compactbot.bot.store.postgres_inbox import InboxJob, PostgresInbox
+from compactbot.bot.wire import arrived, leaving, refused
 from tests import postgres_server
 from tests.harness import RecordingAdapter, group_message, make_config
 

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import re
 
-from bot import i18n
-from bot.commands import HELP_TEXT
-from bot.llm_errors import LLMAuthError, LLMRateLimitError, LLMTransientError
-from bot.llm_stream import STREAM_BROKEN_NOTICE
-from bot.runner import BREAKER_NOTICE, _llm_failure_text
+from compactbot.bot import i18n
+from compactbot.bot.commands import HELP_TEXT
+from compactbot.bot.llm_errors import LLMAuthError, LLMRateLimitError, LLMTransientError
+from compactbot.bot.llm_stream import STREAM_BROKEN_NOTICE
+from compactbot.bot.runner import BREAKER_NOTICE, _llm_failure_text
 
 
 def test_every_chinese_template_uses_only_its_english_placeholders() -> None:

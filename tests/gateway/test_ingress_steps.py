@@ -6,12 +6,12 @@ import asyncio
 import dataclasses
 from pathlib import Path
 
-from bot import chat_settings
-from bot.config import Config
-from bot.ingress import ChatOrder, allowed, deliver, rate_limited, scope_user, stored_row
-from bot.limits import RateLimiter
-from bot.store import SqliteStore
-from compression.tokens import counter_for
+from compactbot.bot import chat_settings
+from compactbot.bot.config import Config
+from compactbot.bot.ingress import ChatOrder, allowed, deliver, rate_limited, scope_user, stored_row
+from compactbot.bot.limits import RateLimiter
+from compactbot.bot.store import SqliteStore
+from compactbot.compression.tokens import counter_for
 from tests.harness import RecordingAdapter, group_message
 
 CONFIG = Config()

@@ -5,11 +5,11 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from bot.app import App
-from bot.compaction import SessionCompactor, UsageSink
-from bot.offline_model import OfflineModel
-from compression import Summarizer, SummaryRequest, SummaryTransientError
-from compression.template import MERGE_DELIMITER, SUMMARY_END_MARKER, SUMMARY_PREFIX
+from compactbot.bot.app import App
+from compactbot.bot.compaction import SessionCompactor, UsageSink
+from compactbot.bot.offline_model import OfflineModel
+from compactbot.compression import Summarizer, SummaryRequest, SummaryTransientError
+from compactbot.compression.template import MERGE_DELIMITER, SUMMARY_END_MARKER, SUMMARY_PREFIX
 from tests.compression.scripted import FakeClock
 from tests.harness import RecordingAdapter, group_message, make_config
 

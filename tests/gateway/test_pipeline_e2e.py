@@ -8,8 +8,8 @@ from collections import deque
 from pathlib import Path
 from typing import Any
 
-from bot.offline_model import OfflineModel
-from bot.store.base import NewMessage
+from compactbot.bot.offline_model import OfflineModel
+from compactbot.bot.store.base import NewMessage
 from tests.fakes.openai_server import Behaviour, Error, FakeOpenAI, Reply, count_prompt_tokens
 from tests.harness import RecordingAdapter, endpoint_env, group_message, make_config, running_app
 

@@ -11,8 +11,8 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from bot.events import ReplyTarget
-from bot.store.sqlite import SqliteStore
+from compactbot.bot.events import ReplyTarget
+from compactbot.bot.store.sqlite import SqliteStore
 from tests.compression.scripted import FakeClock
 from tests.concurrency.rig import CHAT, GatedLLM, GatedSummarizer, running
 from tests.harness import RecordingAdapter, group_message
@@ -129,7 +129,7 @@ async def test_history_piped_into_head_ends_without_a_broken_pipe(tmp_path: Path
     env.pop("COMPACTBOT_CONFIG", None)
     done = await asyncio.to_thread(
         subprocess.run,
-        f"{sys.executable} -m bot history {CHAT} | head -n 1",
+        f"{sys.executable} -m compactbot.bot history {CHAT} | head -n 1",
         shell=True,
         env=env,
         cwd=tmp_path,

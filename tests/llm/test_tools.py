@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from bot.llm import ToolCall
-from bot.store.base import NewMessage
-from bot.store.sqlite import SqliteStore
-from bot.tools import TOOL_SCHEMAS, ToolContext, run_tool, search_terms
-from compression import CompressorConfig, ContextCompressor, MessageSource
+from compactbot.bot.llm import ToolCall
+from compactbot.bot.store.base import NewMessage
+from compactbot.bot.store.sqlite import SqliteStore
+from compactbot.bot.tools import TOOL_SCHEMAS, ToolContext, run_tool, search_terms
+from compactbot.compression import CompressorConfig, ContextCompressor, MessageSource
 
 CHAT = "console:room"
 DAY = datetime(2026, 11, 29, 12, 0, tzinfo=UTC).timestamp()

@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from bot.doctor import run_doctor
-from bot.doctor_report import NamedCheck
-from bot.doctor_store import check_store
-from bot.store.migrations import LATEST_VERSION
+from compactbot.bot.doctor import run_doctor
+from compactbot.bot.doctor_report import NamedCheck
+from compactbot.bot.doctor_store import check_store
+from compactbot.bot.store.migrations import LATEST_VERSION
 from tests.fakes.discord_server import FakeDiscord
 from tests.fakes.fixtures import fake_discord, fake_telegram  # noqa: F401  (pytest fixtures)
 from tests.fakes.openai_server import Error, FakeOpenAI
@@ -199,7 +199,7 @@ async def store_lines(tmp_path: Path, env: dict | None = None) -> list[str]:
 async def test_doctor_store_reports_the_current_schema_of_an_existing_database(
     tmp_path: Path,
 ) -> None:
-    from bot.store import SqliteStore
+    from compactbot.bot.store import SqliteStore
 
     async with SqliteStore(tmp_path / "compactbot.db"):
         pass

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from adapters.telegram import TelegramPlatform
-from bot.app import App
+from compactbot.adapters.telegram import TelegramPlatform
+from compactbot.bot.app import App
 from tests.fakes.fixtures import fake_telegram, free_port  # noqa: F401  (pytest fixtures)
 from tests.fakes.openai_server import FakeOpenAI
 from tests.fakes.telegram_server import FakeTelegram, SentMessage

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from bot.cli import _on_one_cpu
-from bot.config import Config, StorageConfig
-from bot.one_cpu import MOVE_MARGIN, CpuTicks, quietest_cpu
+from compactbot.bot.cli import _on_one_cpu
+from compactbot.bot.config import Config, StorageConfig
+from compactbot.bot.one_cpu import MOVE_MARGIN, CpuTicks, quietest_cpu
 from tests.cli.test_console_and_operator import waiting_console
 
 REPO = Path(__file__).resolve().parents[2]
@@ -26,7 +26,7 @@ pytestmark = pytest.mark.skipif(
 
 PINNING = """
 import json, os, threading
-from bot.one_cpu import one_cpu
+from compactbot.bot.one_cpu import one_cpu
 
 stop = threading.Event()
 def cpus(thread): return sorted(os.sched_getaffinity(thread.native_id))
@@ -119,7 +119,7 @@ def test_the_threads_move_only_off_a_cpu_that_other_work_has_taken() -> None:
 
 KEEPER = """
 import json, os, subprocess, sys, time
-from bot.one_cpu import one_cpu
+from compactbot.bot.one_cpu import one_cpu
 
 with one_cpu(check_seconds=0.2) as cpu:
     hog = subprocess.Popen([sys.executable, "-c", "while True: pass"])

@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from bot import operator_cli
-from bot.cli import build_parser
-from bot.config import Config
-from bot.store import CompressionEvent, NewMessage, SqliteStore
-from bot.store.base import Store
+from compactbot.bot import operator_cli
+from compactbot.bot.cli import build_parser
+from compactbot.bot.config import Config
+from compactbot.bot.store import CompressionEvent, NewMessage, SqliteStore
+from compactbot.bot.store.base import Store
 from tests.harness import make_config
 
 STARTED = dt.datetime(2026, 11, 30, 8, 0, tzinfo=dt.UTC).timestamp()

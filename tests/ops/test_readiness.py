@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from bot.app import App
-from bot.health import QUEUE_STUCK_SECONDS, QueueProbe, Readiness
-from bot.lanes import LaneScheduler
-from bot.offline_model import OfflineModel
-from bot.operator_endpoint import OperatorPortError
+from compactbot.bot.app import App
+from compactbot.bot.health import QUEUE_STUCK_SECONDS, QueueProbe, Readiness
+from compactbot.bot.lanes import LaneScheduler
+from compactbot.bot.offline_model import OfflineModel
+from compactbot.bot.operator_endpoint import OperatorPortError
 from tests.fakes.fixtures import free_port  # noqa: F401  (pytest fixture)
 from tests.harness import make_config
 from tests.ops.scrape import get
@@ -82,9 +82,9 @@ async def test_queue_probe_reports_a_job_waiting_too_long() -> None:
 
 
 async def test_a_hanging_probe_is_reported_not_awaited_forever(monkeypatch) -> None:
-    import bot.health
+    import compactbot.bot.health
 
-    monkeypatch.setattr(bot.health, "PROBE_TIMEOUT_SECONDS", 0.01)
+    monkeypatch.setattr(compactbot.bot.health, "PROBE_TIMEOUT_SECONDS", 0.01)
 
     class Hangs:
         name = "slow"

@@ -17,13 +17,13 @@ import asyncio
 import random
 import sys
 
-from bot.app import App
-from bot.compaction import SessionCompactor, UsageSink
-from bot.config_loading import load_config
-from bot.events import InboundMessage
-from bot.offline_model import OfflineModel
-from compression import Summarizer, SummaryRequest
-from compression.deterministic import deterministic_summary
+from compactbot.bot.app import App
+from compactbot.bot.compaction import SessionCompactor, UsageSink
+from compactbot.bot.config_loading import load_config
+from compactbot.bot.events import InboundMessage
+from compactbot.bot.offline_model import OfflineModel
+from compactbot.compression import Summarizer, SummaryRequest
+from compactbot.compression.deterministic import deterministic_summary
 from tests.harness import RecordingAdapter
 
 CHAT_ID = "crash"

@@ -8,8 +8,8 @@ import contextlib
 from pathlib import Path
 from typing import Any
 
-from adapters.telegram import TelegramPlatform
-from bot.app import App
+from compactbot.adapters.telegram import TelegramPlatform
+from compactbot.bot.app import App
 from tests.fakes.openai_server import FakeOpenAI
 from tests.fakes.telegram_server import FakeTelegram
 from tests.harness import make_config, running_app

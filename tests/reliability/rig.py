@@ -12,10 +12,10 @@ from typing import Any
 
 import yaml
 
-from bot.config import Config
-from bot.llm import LLMResponse
-from bot.store.base import Store, StoredMessage
-from compression.tokens import counter_for
+from compactbot.bot.config import Config
+from compactbot.bot.llm import LLMResponse
+from compactbot.bot.store.base import Store, StoredMessage
+from compactbot.compression.tokens import counter_for
 from tests.harness import make_config
 
 MARKER = re.compile(r"<<(m[\w-]+)>>")

@@ -2,12 +2,12 @@
 
     python -m tests.reliability.run_zygote     (environment: the bot's settings)
 
-stdin commands, one per line: `spawn ROLE LOGFILE` forks a child running `bot.cli.main([ROLE])`
-with stderr appended to LOGFILE and prints `spawned PID`; `wait PID` reaps it and prints
-`exited PID CODE` (negative: the signal). Crash tests and the soaks kill the children: importing
-the bot once instead of per start (over a second on a busy 2-core machine) is what lets many
-kill-and-restart rounds finish in seconds, and reaping at once keeps a killed child from
-looking alive to the lease reclaim that checks its pid.
+stdin commands, one per line: `spawn ROLE LOGFILE` forks a child running
+`compactbot.bot.cli.main([ROLE])` with stderr appended to LOGFILE and prints `spawned PID`; `wait
+PID` reaps it and prints `exited PID CODE` (negative: the signal). Crash tests and the soaks kill
+the children: importing the bot once instead of per start (over a second on a busy 2-core machine)
+is what lets many kill-and-restart rounds finish in seconds, and reaping at once keeps a killed
+child from looking alive to the lease reclaim that checks its pid.
 """
 
 from __future__ import annotations
@@ -15,13 +15,18 @@ from __future__ import annotations
 import os
 import sys
 
-import adapters.telegram
-import bot.cli
-import bot.modes
-import bot.worker_mode
-import scheduler.overnight
+import compactbot.adapters.telegram
+import compactbot.bot.cli
+import compactbot.bot.modes
+import compactbot.bot.worker_mode
+import compactbot.scheduler.overnight
 
-PRELOADED = (adapters.telegram, bot.modes, bot.worker_mode, scheduler.overnight)
+PRELOADED = (
+    compactbot.adapters.telegram,
+    compactbot.bot.modes,
+    compactbot.bot.worker_mode,
+    compactbot.scheduler.overnight,
+)
 
 
 def spawn(role: str, log_path: str) -> int:
@@ -35,7 +40,7 @@ def spawn(role: str, log_path: str) -> int:
         os.dup2(devnull, 0)
         os.dup2(devnull, 1)
         os.dup2(log, 2)
-        bot.cli.main([role])
+        compactbot.bot.cli.main([role])
     except SystemExit as exit_:
         code = exit_.code if isinstance(exit_.code, int) else 1
     finally:

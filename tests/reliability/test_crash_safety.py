@@ -18,11 +18,11 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from bot.app import App, database_path
-from bot.config import Config
-from bot.offline_model import OfflineModel
-from bot.store.base import StoredMessage
-from bot.store.sqlite import SqliteStore
+from compactbot.bot.app import App, database_path
+from compactbot.bot.config import Config
+from compactbot.bot.offline_model import OfflineModel
+from compactbot.bot.store.base import StoredMessage
+from compactbot.bot.store.sqlite import SqliteStore
 from tests.harness import RecordingAdapter
 from tests.reliability.crash_driver import (
     CHAT_KEY,

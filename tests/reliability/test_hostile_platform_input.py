@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from telegram import Update
 
-from adapters.telegram_gating import (
+from compactbot.adapters.telegram_gating import (
     Addressing,
     BotSelf,
     addressing,
@@ -23,10 +23,10 @@ from adapters.telegram_gating import (
     skip_reason,
     to_inbound,
 )
-from bot.app import App
-from bot.commands import parse_command
-from bot.config import Config
-from bot.events import InboundMessage
+from compactbot.bot.app import App
+from compactbot.bot.commands import parse_command
+from compactbot.bot.config import Config
+from compactbot.bot.events import InboundMessage
 from tests.fakes.fixtures import fake_telegram, free_port  # noqa: F401  (pytest fixtures)
 from tests.fakes.openai_server import FakeOpenAI
 from tests.fakes.telegram_server import FakeTelegram

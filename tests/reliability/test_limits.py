@@ -5,9 +5,9 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from bot.app import App
-from bot.limits import RATE_WINDOW_SECONDS, NoticeGate
-from bot.store import SqliteStore
+from compactbot.bot.app import App
+from compactbot.bot.limits import RATE_WINDOW_SECONDS, NoticeGate
+from compactbot.bot.store import SqliteStore
 from tests.harness import RecordingAdapter, group_message, make_config
 from tests.reliability.rig import EchoLLM
 

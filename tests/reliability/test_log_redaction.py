@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from adapters.telegram import TelegramPlatform
-from bot.cli import configure_logging
-from bot.config import ConfigError
-from bot.config_loading import load_config
-from bot.log_redaction import RedactingFilter
+from compactbot.adapters.telegram import TelegramPlatform
+from compactbot.bot.cli import configure_logging
+from compactbot.bot.config import ConfigError
+from compactbot.bot.config_loading import load_config
+from compactbot.bot.log_redaction import RedactingFilter
 from tests.fakes.openai_server import FakeOpenAI
 from tests.fakes.telegram_server import FakeTelegram
 from tests.harness import make_config, running_app

@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from adapters.telegram import TelegramPlatform
-from compression.redact import REDACTED
+from compactbot.adapters.telegram import TelegramPlatform
+from compactbot.compression.redact import REDACTED
 from tests.fakes.openai_server import Behaviour, Error, FakeOpenAI, Reply
 from tests.fakes.telegram_server import FakeTelegram, SentMessage
 from tests.harness import make_config, running_app

@@ -16,8 +16,8 @@ from typing import Any
 import aiohttp
 import pytest
 
-from adapters.telegram import TelegramPlatform
-from bot.app import App
+from compactbot.adapters.telegram import TelegramPlatform
+from compactbot.bot.app import App
 from tests.fakes.fixtures import fake_telegram, free_port  # noqa: F401  (pytest fixtures)
 from tests.fakes.telegram_server import FakeTelegram
 from tests.fakes.telegram_wire import post_webhook_update
@@ -135,7 +135,13 @@ async def test_ninety_megabyte_unauthenticated_webhook_bodies_are_refused_before
 ) -> None:
     env = bot_env(fake_telegram, tmp_path / "bot.db") | webhook_env(free_port)
     process = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "bot", "run", cwd=tmp_path, env=env, stderr=asyncio.subprocess.PIPE
+        sys.executable,
+        "-m",
+        "compactbot.bot",
+        "run",
+        cwd=tmp_path,
+        env=env,
+        stderr=asyncio.subprocess.PIPE,
     )
     try:
 

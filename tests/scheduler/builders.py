@@ -6,9 +6,9 @@ import asyncio
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from bot.services import Services
-from bot.store.base import NewMessage
-from compression.summarizer import SummaryRequest
+from compactbot.bot.services import Services
+from compactbot.bot.store.base import NewMessage
+from compactbot.compression.summarizer import SummaryRequest
 
 BATCH_MESSAGES = 500
 

@@ -5,12 +5,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from bot.app import App
-from bot.compaction import SessionCompactor
-from bot.compaction_report import CompactionReport
-from bot.services import Services
-from compression.summarizer import SummaryAuthError, SummaryRequest
-from scheduler.overnight import run_overnight
+from compactbot.bot.app import App
+from compactbot.bot.compaction import SessionCompactor
+from compactbot.bot.compaction_report import CompactionReport
+from compactbot.bot.services import Services
+from compactbot.compression.summarizer import SummaryAuthError, SummaryRequest
+from compactbot.scheduler.overnight import run_overnight
 from tests.harness import RecordingAdapter, group_message, make_config
 from tests.scheduler.builders import FakeClock, GatedSummarizer, fill_session
 

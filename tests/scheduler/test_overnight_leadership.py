@@ -13,14 +13,14 @@ from pathlib import Path
 import asyncpg
 import pytest
 
-from bot.app import App
-from bot.compaction import UsageSink
-from bot.config import Config
-from bot.leadership import AdvisoryLeadership, SoleLeader
-from compression.summarizer import Summarizer, SummaryRequest
-from scheduler.job import compact_candidates
-from scheduler.overnight import OvernightScheduler
-from scheduler.selection import select_sessions
+from compactbot.bot.app import App
+from compactbot.bot.compaction import UsageSink
+from compactbot.bot.config import Config
+from compactbot.bot.leadership import AdvisoryLeadership, SoleLeader
+from compactbot.compression.summarizer import Summarizer, SummaryRequest
+from compactbot.scheduler.job import compact_candidates
+from compactbot.scheduler.overnight import OvernightScheduler
+from compactbot.scheduler.selection import select_sessions
 from tests import postgres_server
 from tests.harness import make_config
 from tests.scheduler.builders import FakeClock, GatedSummarizer, fill_session

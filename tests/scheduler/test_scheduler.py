@@ -6,13 +6,13 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from zoneinfo import ZoneInfo
 
-from bot.app import App
-from bot.compaction import SessionCompactor
-from bot.config import Config
-from bot.config_values import TimeWindow
-from compression.summarizer import SummaryAuthError, SummaryRequest
-from scheduler.overnight import OvernightScheduler
-from scheduler.windows import next_window_start
+from compactbot.bot.app import App
+from compactbot.bot.compaction import SessionCompactor
+from compactbot.bot.config import Config
+from compactbot.bot.config_values import TimeWindow
+from compactbot.compression.summarizer import SummaryAuthError, SummaryRequest
+from compactbot.scheduler.overnight import OvernightScheduler
+from compactbot.scheduler.windows import next_window_start
 from tests.harness import RecordingAdapter, group_message, make_config
 from tests.scheduler.builders import FakeClock, GatedSummarizer, fill_session
 

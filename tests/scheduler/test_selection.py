@@ -3,10 +3,10 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from pathlib import Path
 
-from bot.app import App
-from compression.state import CompressorState
-from scheduler.overnight import run_overnight
-from scheduler.selection import select_sessions
+from compactbot.bot.app import App
+from compactbot.compression.state import CompressorState
+from compactbot.scheduler.overnight import run_overnight
+from compactbot.scheduler.selection import select_sessions
 from tests.harness import make_config
 from tests.scheduler.builders import FakeClock, fill_session
 

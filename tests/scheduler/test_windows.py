@@ -5,10 +5,10 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from bot.chat_settings import resolve
-from bot.config_values import TimeWindow
-from scheduler.trigger import WindowStartTrigger
-from scheduler.windows import in_window, next_run_text, next_window_start, window_end
+from compactbot.bot.chat_settings import resolve
+from compactbot.bot.config_values import TimeWindow
+from compactbot.scheduler.trigger import WindowStartTrigger
+from compactbot.scheduler.windows import in_window, next_run_text, next_window_start, window_end
 from tests.harness import make_config
 
 BERLIN = ZoneInfo("Europe/Berlin")

@@ -16,7 +16,7 @@ from pathlib import Path
 import asyncpg
 import pytest
 
-from bot.store import PostgresStore, SqliteStore, Store
+from compactbot.bot.store import PostgresStore, SqliteStore, Store
 from tests import postgres_server
 
 START_TIME = 1_800_000_000.0

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from bot.store import NewMessage
+from compactbot.bot.store import NewMessage
 
 
 def user(text: str, tokens: int = 5, *, author: str = "alice") -> NewMessage:

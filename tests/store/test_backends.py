@@ -8,7 +8,13 @@ from pathlib import Path
 
 import pytest
 
-from bot.store import PostgresStore, SqliteStore, UnsupportedStore, create_store, parse_store_url
+from compactbot.bot.store import (
+    PostgresStore,
+    SqliteStore,
+    UnsupportedStore,
+    create_store,
+    parse_store_url,
+)
 
 
 @pytest.mark.parametrize(
@@ -49,7 +55,7 @@ def test_other_schemes_and_empty_paths_are_refused(value: str) -> None:
 
 def test_start_up_with_another_scheme_exits_2_with_one_line_naming_the_key(tmp_path: Path) -> None:
     run = subprocess.run(
-        [sys.executable, "-m", "bot", "chats"],
+        [sys.executable, "-m", "compactbot.bot", "chats"],
         capture_output=True,
         text=True,
         env={"PATH": "/usr/bin:/bin", "COMPACTBOT_DB": "mysql://bot:pw-123@db/compactbot"},

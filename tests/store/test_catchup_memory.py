@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import datetime as dt
 
-from bot.catchup import CatchupQuery, MemorySource
-from bot.store import Store
-from compression.memory import Memory, MemoryEntry
+from compactbot.bot.catchup import CatchupQuery, MemorySource
+from compactbot.bot.store import Store
+from compactbot.compression.memory import Memory, MemoryEntry
 from tests.store.factories import summary, user
 
 CHAT = "console:room"

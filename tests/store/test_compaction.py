@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import asyncio
 
-from bot.store import Store
-from compression.memory import Memory, MemoryEntry
+from compactbot.bot.store import Store
+from compactbot.compression.memory import Memory, MemoryEntry
 from tests.store.factories import assistant, summary, user
 
 

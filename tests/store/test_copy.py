@@ -14,10 +14,10 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from bot.store import CompressionEvent, NewMessage, PostgresStore, SqliteStore
-from bot.store.copying import CopyableStore, CopyRefused, copy_store, verify_copy
-from compression.memory import Memory, MemoryEntry
-from compression.state import CompressorState
+from compactbot.bot.store import CompressionEvent, NewMessage, PostgresStore, SqliteStore
+from compactbot.bot.store.copying import CopyableStore, CopyRefused, copy_store, verify_copy
+from compactbot.compression.memory import Memory, MemoryEntry
+from compactbot.compression.state import CompressorState
 from tests import postgres_server
 from tests.store.conftest import ManualClock
 from tests.store.factories import summary, user
@@ -184,7 +184,7 @@ async def test_verify_reports_totals_that_do_not_match_a_recount(
 
 def _cli(*args: str, log_level: str = "WARNING") -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "bot", "store", "copy", *args],
+        [sys.executable, "-m", "compactbot.bot", "store", "copy", *args],
         capture_output=True,
         text=True,
         cwd=REPO,

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from bot.store import Store
-from bot.store.dead_letters import MAX_ERROR_CHARS, MAX_PAYLOAD_CHARS
+from compactbot.bot.store import Store
+from compactbot.bot.store.dead_letters import MAX_ERROR_CHARS, MAX_PAYLOAD_CHARS
 from tests.store.conftest import ManualClock
 
 

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from bot.compaction import SessionCompactor
-from bot.store import NewMessage, Store
-from bot.store.base import IngestItem
-from compression import CompressorConfig
-from compression.message_hints import FEATURELESS, message_hints
-from compression.tokens import counter_for
+from compactbot.bot.compaction import SessionCompactor
+from compactbot.bot.store import NewMessage, Store
+from compactbot.bot.store.base import IngestItem
+from compactbot.compression import CompressorConfig
+from compactbot.compression.message_hints import FEATURELESS, message_hints
+from compactbot.compression.tokens import counter_for
 from tests.store.conftest import ManualClock
 
 COUNTER = counter_for(None)

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from bot.health import QUEUE_STUCK_SECONDS
-from bot.inbox_watch import STALE_SAMPLES, InboxWatch
-from bot.metrics import Metrics
-from bot.store import PostgresStore
+from compactbot.bot.health import QUEUE_STUCK_SECONDS
+from compactbot.bot.inbox_watch import STALE_SAMPLES, InboxWatch
+from compactbot.bot.metrics import Metrics
+from compactbot.bot.store import PostgresStore
 from tests.store.conftest import ManualClock
 from tests.store.test_turn_inbox import PLATFORMS, TTL, question
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from bot.store import Store
-from bot.store.base import IngestItem, NewMessage
+from compactbot.bot.store import Store
+from compactbot.bot.store.base import IngestItem, NewMessage
 from tests.store.factories import user
 
 

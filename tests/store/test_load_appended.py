@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from bot.store import SessionNotFound, Store
+from compactbot.bot.store import SessionNotFound, Store
 from tests.store.factories import summary, user
 
 

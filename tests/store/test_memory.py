@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from bot.store import Store
-from compression.memory import Memory, MemoryEntry
+from compactbot.bot.store import Store
+from compactbot.compression.memory import Memory, MemoryEntry
 from tests.store.conftest import SameStore
 from tests.store.factories import summary, user
 

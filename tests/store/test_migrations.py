@@ -8,9 +8,14 @@ from pathlib import Path
 import aiosqlite
 import pytest
 
-from bot.store import NewMessage, SqliteStore, StoreError, open_store
-from bot.store.migrations import LATEST_VERSION, MIGRATIONS, apply_migrations, schema_version
-from compression.message_hints import message_hints
+from compactbot.bot.store import NewMessage, SqliteStore, StoreError, open_store
+from compactbot.bot.store.migrations import (
+    LATEST_VERSION,
+    MIGRATIONS,
+    apply_migrations,
+    schema_version,
+)
+from compactbot.compression.message_hints import message_hints
 from tests.store.factories import user
 
 NEW = {"role": "user", "content": "[alice] stored after the upgrade"}

@@ -17,15 +17,15 @@ from urllib.parse import urlsplit
 import asyncpg
 import pytest
 
-from bot.store import NewMessage, PostgresStore, StoreError
-from bot.store.postgres_database import redacted_dsn
-from bot.store.postgres_migrations import (
+from compactbot.bot.store import NewMessage, PostgresStore, StoreError
+from compactbot.bot.store.postgres_database import redacted_dsn
+from compactbot.bot.store.postgres_migrations import (
     LATEST_VERSION,
     MIGRATIONS,
     apply_migrations,
     schema_version,
 )
-from compression.message_hints import message_hints
+from compactbot.compression.message_hints import message_hints
 from tests import postgres_server
 from tests.store.conftest import ManualClock
 from tests.store.factories import summary, user
@@ -192,7 +192,7 @@ async def test_a_ctype_without_cjk_trigrams_is_reported_and_search_still_finds_c
             pytest.skip("this role may not create databases")
         dsn = urlsplit(server)._replace(path=f"/{name}").geturl()
         try:
-            with caplog.at_level(logging.WARNING, logger="bot.store.postgres_database"):
+            with caplog.at_level(logging.WARNING, logger="compactbot.bot.store.postgres_database"):
                 async with PostgresStore(dsn) as store:
                     session = await store.active_session("telegram:-100")
                     await store.append_messages(session.id, [user("我们明天部署新版本")])
@@ -243,7 +243,7 @@ async def test_an_unreachable_server_is_one_error_without_the_password(
 
 def _compactbot(*args: str, db: str, stdin: str = "") -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "bot", *args],
+        [sys.executable, "-m", "compactbot.bot", *args],
         input=stdin,
         capture_output=True,
         text=True,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from bot.store import NewMessage, Store
+from compactbot.bot.store import NewMessage, Store
 from tests.store.factories import summary, user
 
 CHAT = "telegram:-100"

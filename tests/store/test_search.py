@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from bot.store import NewMessage, Store
+from compactbot.bot.store import NewMessage, Store
 from tests.store.factories import summary, user
 
 

@@ -10,9 +10,9 @@ from pathlib import Path
 import aiosqlite
 import pytest
 
-from bot.store import SqliteStore
-from bot.store.base import IngestItem
-from bot.store.migrations import apply_migrations
+from compactbot.bot.store import SqliteStore
+from compactbot.bot.store.base import IngestItem
+from compactbot.bot.store.migrations import apply_migrations
 from tests.store.factories import user
 
 NEVER_QUIET = 3_600.0  # the indexer waits for a quiet moment that never comes in a test

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from bot.store import PostgresStore
+from compactbot.bot.store import PostgresStore
 from tests.store.conftest import ManualClock
 
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from bot.store import Store
-from bot.store.settings_cache import SETTINGS_CACHE_SECONDS
+from compactbot.bot.store import Store
+from compactbot.bot.store.settings_cache import SETTINGS_CACHE_SECONDS
 from tests.store.conftest import ManualClock, SameStore
 
 

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import asyncio
 
-from bot.store import Store
-from bot.store.shared_limits import LIMITS_PRUNE_INTERVAL_SECONDS, RATE_WINDOW_SECONDS
+from compactbot.bot.store import Store
+from compactbot.bot.store.shared_limits import LIMITS_PRUNE_INTERVAL_SECONDS, RATE_WINDOW_SECONDS
 from tests.store.conftest import ManualClock, SameStore
 
 MEMBER = '["test:g1","bob"]'

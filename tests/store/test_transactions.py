@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 
-from bot.store import NewMessage, SessionNotFound, Store
+from compactbot.bot.store import NewMessage, SessionNotFound, Store
 from tests.store.conftest import INTEGRITY_ERRORS
 from tests.store.factories import user
 

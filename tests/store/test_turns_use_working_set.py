@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from bot.compaction import SessionCompactor
-from bot.llm import LLMResponse, ToolCall
-from bot.runner import AgentRunner, TurnRequest
-from bot.store import NewMessage, Store
-from bot.working_set import WorkingSet
-from compression import CompressorConfig
-from compression.tokens import counter_for
+from compactbot.bot.compaction import SessionCompactor
+from compactbot.bot.llm import LLMResponse, ToolCall
+from compactbot.bot.runner import AgentRunner, TurnRequest
+from compactbot.bot.store import NewMessage, Store
+from compactbot.bot.working_set import WorkingSet
+from compactbot.compression import CompressorConfig
+from compactbot.compression.tokens import counter_for
 from tests.store.factories import assistant, user
 
 

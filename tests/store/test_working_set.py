@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from bot.store import Store
-from bot.working_set import WorkingSet
+from compactbot.bot.store import Store
+from compactbot.bot.working_set import WorkingSet
 from tests.store.conftest import SameStore
 from tests.store.factories import assistant, summary, user
 

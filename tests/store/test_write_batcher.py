@@ -7,8 +7,8 @@ from collections.abc import Sequence
 
 import pytest
 
-from bot.store import Store
-from bot.store.write_batcher import BatchedAppends, BatcherClosed, WriteBatcher
+from compactbot.bot.store import Store
+from compactbot.bot.store.write_batcher import BatchedAppends, BatcherClosed, WriteBatcher
 from tests.store.factories import user
 
 

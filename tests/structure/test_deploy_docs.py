@@ -16,9 +16,9 @@ from typing import Any
 import pytest
 import yaml
 
-from bot.cli import build_parser
-from bot.config_loading import CONFIG_PATH_ENV, ENV_VARS, load_config
-from bot.store.backends import parse_store_url
+from compactbot.bot.cli import build_parser
+from compactbot.bot.config_loading import CONFIG_PATH_ENV, ENV_VARS, load_config
+from compactbot.bot.store.backends import parse_store_url
 from tests import postgres_server
 
 REPO = Path(__file__).resolve().parents[2]

@@ -10,7 +10,8 @@ PACKAGES = ("bot", "adapters", "compression", "scheduler")
 
 
 def module_name(path: Path) -> str:
-    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    """The installed name: `bot/store/base.py` is `compactbot.bot.store.base`."""
+    parts = ["compactbot", *path.relative_to(ROOT).with_suffix("").parts]
     if parts[-1] == "__init__":
         parts.pop()
     return ".".join(parts)
@@ -73,7 +74,8 @@ def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
 
 
 def top(name: str) -> str:
-    return name.split(".", 1)[0]
+    """The design folder a module lives in: `compactbot.bot.x` is in `bot`."""
+    return name.split(".")[1]
 
 
 def test_our_modules_import_each_other_without_a_cycle() -> None:

@@ -6,7 +6,7 @@ import textwrap
 
 import pytest
 
-from compression.tokens import IMAGE_TOKENS, TokenCounter, counter_for
+from compactbot.compression.tokens import IMAGE_TOKENS, TokenCounter, counter_for
 
 SAMPLES = {
     "english": "The deploy is scheduled for Friday at 14:00 UTC; Bob owns the rollback plan.",
@@ -25,7 +25,7 @@ def test_counts_equal_tiktoken_with_network_blocked(tmp_path: object) -> None:
             raise OSError("network disabled in test")
         socket.socket.connect = refuse
         socket.create_connection = refuse
-        from compression.tokens import counter_for
+        from compactbot.compression.tokens import counter_for
         import tiktoken
         c = counter_for("gpt-4o")
         assert c.exact
@@ -89,7 +89,7 @@ def test_tool_call_envelope_counts() -> None:
 
 
 def test_rough_fallback_when_no_encoding(monkeypatch: pytest.MonkeyPatch) -> None:
-    from compression import tokens
+    from compactbot.compression import tokens
 
     tokens.encoding_for.cache_clear()
     monkeypatch.setattr(tokens, "seed_tiktoken_cache", lambda: (_ for _ in ()).throw(OSError()))
