@@ -12,7 +12,7 @@ from collections.abc import AsyncIterator, Callable, Iterable
 from typing import TextIO
 
 from compactbot.bot.events import InboundMessage, ReplyTarget
-from compactbot.bot.gateway import Gateway
+from compactbot.bot.ingress.gateway import Gateway
 
 PLATFORM = "console"
 DEFAULT_SPEAKER = "you"

@@ -36,14 +36,14 @@ from compactbot.bot.events import (
     InboundMessage,
     ReplyTarget,
 )
-from compactbot.bot.identify_pacing import IdentifyPacing
-from compactbot.bot.lanes import LaneScheduler
 from compactbot.bot.plugins import RUN, Role
-from compactbot.bot.streaming import PacedStream, ReplyStream
+from compactbot.bot.turns.lanes import LaneScheduler
+from compactbot.bot.turns.streaming import PacedStream, ReplyStream
+from compactbot.bot.workers.identify_pacing import IdentifyPacing
 
 if TYPE_CHECKING:
-    from compactbot.bot.config import Config
     from compactbot.bot.services import Services
+    from compactbot.bot.settings.config import Config
 
 log = logging.getLogger(__name__)
 

@@ -10,7 +10,7 @@ import discord
 
 from compactbot.adapters.discord_gating import PLATFORM, ignore_reason, message_facts, to_inbound
 from compactbot.bot.events import chat_key
-from compactbot.bot.message_changes import apply_delete, apply_edit
+from compactbot.bot.ingress.message_changes import apply_delete, apply_edit
 
 if TYPE_CHECKING:
     from compactbot.bot.services import Services

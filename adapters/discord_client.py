@@ -12,8 +12,8 @@ from discord import app_commands
 from compactbot.adapters.discord_changes import on_raw_delete, on_raw_edit
 
 if TYPE_CHECKING:
-    from compactbot.bot.identify_pacing import IdentifyPacing
     from compactbot.bot.services import Services
+    from compactbot.bot.workers.identify_pacing import IdentifyPacing
 
 log = logging.getLogger("compactbot.adapters.discord")
 

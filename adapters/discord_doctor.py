@@ -7,8 +7,8 @@ import asyncio
 import aiohttp
 import discord
 
-from compactbot.bot.config import Config
-from compactbot.bot.doctor_report import Finding, fix, ok, skip
+from compactbot.bot.operators.doctor_report import Finding, fix, ok, skip
+from compactbot.bot.settings.config import Config
 
 AREA = "discord"
 

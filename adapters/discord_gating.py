@@ -13,7 +13,7 @@ from typing import Literal
 import discord
 
 from compactbot.bot.events import Attachment, InboundMessage
-from compactbot.bot.unicode_repair import repair_text
+from compactbot.bot.ingress.unicode_repair import repair_text
 
 PLATFORM = "discord"
 # A user mention and the blanks after it, so "<@bot> hi" becomes "hi", not " hi".

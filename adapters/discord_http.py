@@ -9,7 +9,7 @@ import aiohttp
 from compactbot.adapters.discord_gating import PLATFORM
 
 if TYPE_CHECKING:
-    from compactbot.bot.metrics import Metrics
+    from compactbot.bot.operators.metrics import Metrics
 
 # Our own 429 handling only sees one without Discord's `Via` header (a Cloudflare limit).
 TOO_MANY_REQUESTS = 429

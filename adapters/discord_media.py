@@ -6,7 +6,7 @@ import aiohttp
 import discord
 
 from compactbot.bot.events import Attachment
-from compactbot.bot.media import MediaError
+from compactbot.bot.ingress.media import MediaError
 
 
 async def download_attachment(

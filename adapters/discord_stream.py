@@ -15,7 +15,7 @@ import aiohttp
 import discord
 
 from compactbot.adapters.discord_text import discord_chunks, neutralize_mass_mentions
-from compactbot.bot.streaming import FloodWait, PreviewFailed
+from compactbot.bot.turns.streaming import FloodWait, PreviewFailed
 
 # A preview frame fits one message; the final text is split properly instead.
 PREVIEW_MAX_CHARS = 1990

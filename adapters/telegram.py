@@ -47,8 +47,6 @@ from compactbot.adapters.telegram_pacing import SharedPacing
 from compactbot.adapters.telegram_polling import UpdatePoller
 from compactbot.adapters.telegram_stream import open_telegram_stream
 from compactbot.adapters.telegram_webhook import WebhookServer
-from compactbot.bot.admin_cache import AdminCache
-from compactbot.bot.config import Config, TelegramConfig
 from compactbot.bot.events import (
     Attachment,
     DeliveryError,
@@ -56,11 +54,13 @@ from compactbot.bot.events import (
     ReplyTarget,
     StartupError,
 )
-from compactbot.bot.gateway import Gateway
-from compactbot.bot.message_changes import apply_edit
+from compactbot.bot.ingress.admin_cache import AdminCache
+from compactbot.bot.ingress.gateway import Gateway
+from compactbot.bot.ingress.message_changes import apply_edit
 from compactbot.bot.plugins import RUN, Role
+from compactbot.bot.settings.config import Config, TelegramConfig
 from compactbot.bot.store import PostgresStore
-from compactbot.bot.streaming import ReplyStream
+from compactbot.bot.turns.streaming import ReplyStream
 
 log = logging.getLogger(__name__)
 

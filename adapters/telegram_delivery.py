@@ -27,8 +27,8 @@ from telegram.warnings import PTBDeprecationWarning
 from compactbot.adapters.telegram_html import html_to_plain, render_chunks
 from compactbot.adapters.telegram_pacing import SharedPacing
 from compactbot.bot.events import DeliveryError, ReplyTarget
-from compactbot.bot.metrics import Metrics
-from compactbot.bot.wire import arrived, leaving, refused
+from compactbot.bot.operators.metrics import Metrics
+from compactbot.bot.workers.wire import arrived, leaving, refused
 
 log = logging.getLogger(__name__)
 

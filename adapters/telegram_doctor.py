@@ -5,8 +5,8 @@ from __future__ import annotations
 from telegram import Bot
 from telegram.error import InvalidToken, NetworkError, TelegramError
 
-from compactbot.bot.config import Config
-from compactbot.bot.doctor_report import Finding, fix, ok, shown_url, skip
+from compactbot.bot.operators.doctor_report import Finding, fix, ok, shown_url, skip
+from compactbot.bot.settings.config import Config
 
 AREA = "telegram"
 DEFAULT_BASE_URL = "https://api.telegram.org/bot"  # PTB's defaults

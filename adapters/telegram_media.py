@@ -6,7 +6,7 @@ from telegram import Bot
 from telegram.error import TelegramError
 
 from compactbot.bot.events import Attachment
-from compactbot.bot.media import MediaError
+from compactbot.bot.ingress.media import MediaError
 
 
 async def download_file(bot: Bot, attachment: Attachment, max_bytes: int) -> bytes:

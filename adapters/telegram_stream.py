@@ -28,7 +28,7 @@ from compactbot.adapters.telegram_delivery import (
 )
 from compactbot.adapters.telegram_html import html_to_plain, render_chunks
 from compactbot.bot.events import DeliveryError, ReplyTarget
-from compactbot.bot.streaming import (
+from compactbot.bot.turns.streaming import (
     DEFAULT_INTERVAL_SECONDS,
     Clock,
     FloodWait,

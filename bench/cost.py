@@ -13,7 +13,7 @@ from bench.drive import Clock, request_key, truncate
 from bench.report import Section, pct, quantile, table
 from bench.summarizers import ExtractiveLLMSummarizer
 from bench.workloads import Workload, chat_room
-from compactbot.bot.tools import TOOL_SCHEMAS
+from compactbot.bot.turns.tools import TOOL_SCHEMAS
 from compactbot.compression import CompressorConfig, ContextCompressor
 from compactbot.compression.messages import role_of
 from compactbot.compression.tokens import counter_for

@@ -21,11 +21,11 @@ import yaml
 from aiohttp import web
 
 from compactbot.bot.app import App
-from compactbot.bot.config import Config
-from compactbot.bot.config_loading import load_config
 from compactbot.bot.events import InboundMessage, ReplyTarget
-from compactbot.bot.llm import LLMResponse
+from compactbot.bot.llm.client import LLMResponse
 from compactbot.bot.one_cpu import one_cpu
+from compactbot.bot.settings.config import Config
+from compactbot.bot.settings.loading import load_config
 
 # A reply the size of a short group-chat answer.
 REPLY_TEXT = "Sure — noted. Here is a short answer to that."

@@ -39,7 +39,7 @@ class Verdict:
     replies_duplicated: list[str] = field(default_factory=list)
     replies_wrong: list[str] = field(default_factory=list)
     # Questions a compaction summarized before their turn ran: the runner then answers from
-    # the whole transcript (bot/runner.py `_turn_rows`), whose newest message is a later one.
+    # the whole transcript (bot/turns/runner.py `_turn_rows`), whose newest message is a later one.
     answered_from_whole: list[str] = field(default_factory=list)
     replies_out_of_order: list[str] = field(default_factory=list)
     unanswered: list[str] = field(default_factory=list)

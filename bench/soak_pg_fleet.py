@@ -1,5 +1,6 @@
 """The soak's processes: one zygote forks every ingress and worker; their logs tell who is ready
-and who leads (bot/leadership.py logs `leading (lock=…)` when it takes the advisory lock)."""
+and who leads (bot/workers/leadership.py logs `leading (lock=…)` when it takes the advisory
+lock)."""
 
 from __future__ import annotations
 

@@ -16,12 +16,12 @@ from typing import Any
 
 from bench.hermes_chat import hermes_chat
 from bench.report import Section, loglog_slope, ms, quantile, table
-from compactbot.bot.compaction import SessionCompactor
-from compactbot.bot.llm import LLMResponse
-from compactbot.bot.runner import AgentRunner, TurnRequest
+from compactbot.bot.compaction.session_compactor import SessionCompactor
+from compactbot.bot.llm.client import LLMResponse
 from compactbot.bot.store.base import NewMessage
 from compactbot.bot.store.sqlite import SqliteStore
-from compactbot.bot.working_set import WorkingSet
+from compactbot.bot.turns.runner import AgentRunner, TurnRequest
+from compactbot.bot.turns.working_set import WorkingSet
 from compactbot.compression import CompressorConfig
 from compactbot.compression.tokens import counter_for
 

@@ -10,21 +10,25 @@ from types import TracebackType
 
 import openai
 
-from compactbot.bot.compaction import SessionCompactor, SummarizerFactory, UsageSink
-from compactbot.bot.config import DEFAULT_CONTEXT_LENGTH, Config
-from compactbot.bot.gateway import Gateway
-from compactbot.bot.health import QueueProbe, Readiness, StoreProbe
+from compactbot.bot.compaction.session_compactor import (
+    SessionCompactor,
+    SummarizerFactory,
+    UsageSink,
+)
 from compactbot.bot.heap import freeze_startup_heap
-from compactbot.bot.leadership import leadership_for
-from compactbot.bot.llm import LLMClient
-from compactbot.bot.llm_stream import StreamingChatClient
-from compactbot.bot.llm_timing import TimedSummarizer, timed
-from compactbot.bot.metrics import Metrics, QueueSample
-from compactbot.bot.offline_model import OfflineModel
-from compactbot.bot.operator_endpoint import OperatorEndpoint
+from compactbot.bot.ingress.gateway import Gateway
+from compactbot.bot.llm.client import LLMClient
+from compactbot.bot.llm.offline_model import OfflineModel
+from compactbot.bot.llm.stream import StreamingChatClient
+from compactbot.bot.llm.timing import TimedSummarizer, timed
+from compactbot.bot.operators.endpoint import OperatorEndpoint
+from compactbot.bot.operators.health import QueueProbe, Readiness, StoreProbe
+from compactbot.bot.operators.metrics import Metrics, QueueSample
 from compactbot.bot.services import Services
+from compactbot.bot.settings.config import DEFAULT_CONTEXT_LENGTH, Config
 from compactbot.bot.store.backends import create_store, parse_store_url
 from compactbot.bot.store.base import Store
+from compactbot.bot.workers.leadership import leadership_for
 from compactbot.compression import Summarizer, compute_threshold_tokens
 from compactbot.compression.engine import check_summary_model_feasibility, load_engine
 from compactbot.compression.openai_summarizer import OpenAISummarizer

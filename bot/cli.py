@@ -10,14 +10,14 @@ import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from compactbot.bot import store_cli
-from compactbot.bot.config import Config, exit_on_config_error
-from compactbot.bot.config_loading import load_config
-from compactbot.bot.dotenv import read_dotenv
 from compactbot.bot.events import StartupError
-from compactbot.bot.log_format import log_handler
-from compactbot.bot.log_redaction import config_secrets, install_log_redaction
 from compactbot.bot.one_cpu import one_cpu
+from compactbot.bot.operators import store_cli
+from compactbot.bot.operators.log_format import log_handler
+from compactbot.bot.operators.log_redaction import config_secrets, install_log_redaction
+from compactbot.bot.settings.config import Config, exit_on_config_error
+from compactbot.bot.settings.dotenv import read_dotenv
+from compactbot.bot.settings.loading import load_config
 from compactbot.bot.store.backends import parse_store_url
 from compactbot.bot.store.base import StoreError
 
@@ -170,16 +170,17 @@ def _on_one_cpu(command: str, config: Config) -> bool:
 
 
 async def _dispatch(command: str, args: argparse.Namespace, config: Config) -> int:
-    from compactbot.bot import modes, operator_cli
+    from compactbot.bot import modes
+    from compactbot.bot.operators import operator_cli
 
     if command == "doctor":
-        from compactbot.bot.doctor import run_doctor
+        from compactbot.bot.operators.doctor import run_doctor
 
         return await run_doctor(config, live=args.live)
     if command == "run":
         return await modes.run(config)
     if command in ("worker", "ingress"):
-        from compactbot.bot import worker_mode
+        from compactbot.bot.workers import worker_mode
 
         if command == "ingress":
             return await worker_mode.ingress(config)

@@ -12,10 +12,10 @@ from typing import TextIO
 
 from compactbot.bot import plugins
 from compactbot.bot.app import App, database_path
-from compactbot.bot.config import Config
 from compactbot.bot.events import target_for
-from compactbot.bot.offline_model import OfflineModel
+from compactbot.bot.llm.offline_model import OfflineModel
 from compactbot.bot.plugins import BackgroundJob, Platform
+from compactbot.bot.settings.config import Config
 
 log = logging.getLogger(__name__)
 

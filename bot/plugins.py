@@ -12,14 +12,14 @@ from dataclasses import dataclass
 from importlib.metadata import entry_points
 from typing import TYPE_CHECKING, Any, Literal, Protocol, TextIO
 
-from compactbot.bot.compaction_report import CompactionReport
-from compactbot.bot.config import Config
+from compactbot.bot.compaction.report import CompactionReport
 from compactbot.bot.events import ReplyTarget
-from compactbot.bot.gateway import Gateway
+from compactbot.bot.ingress.gateway import Gateway
 from compactbot.bot.services import Services
+from compactbot.bot.settings.config import Config
 
 if TYPE_CHECKING:
-    from compactbot.bot.chat_settings import ChatSettings
+    from compactbot.bot.settings.chat_settings import ChatSettings
 
 log = logging.getLogger(__name__)
 

@@ -7,16 +7,20 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from compactbot.bot import chat_settings
-from compactbot.bot.chat_settings import ChatSettings
-from compactbot.bot.compaction import SessionCompactor, SummarizerFactory, UsageSink
-from compactbot.bot.config import Config
-from compactbot.bot.leadership import Leadership, SoleLeader
-from compactbot.bot.llm import LLMClient
-from compactbot.bot.metrics import Metrics
-from compactbot.bot.prompt import build_system_prompt
-from compactbot.bot.runner import AgentRunner
+from compactbot.bot.compaction.session_compactor import (
+    SessionCompactor,
+    SummarizerFactory,
+    UsageSink,
+)
+from compactbot.bot.llm.client import LLMClient
+from compactbot.bot.operators.metrics import Metrics
+from compactbot.bot.settings import chat_settings
+from compactbot.bot.settings.chat_settings import ChatSettings
+from compactbot.bot.settings.config import Config
 from compactbot.bot.store.base import Store
+from compactbot.bot.turns.prompt import build_system_prompt
+from compactbot.bot.turns.runner import AgentRunner
+from compactbot.bot.workers.leadership import Leadership, SoleLeader
 from compactbot.compression import CompressorConfig
 from compactbot.compression.summarizer import Summarizer
 from compactbot.compression.tokens import TokenCounter

@@ -14,7 +14,7 @@ from collections.abc import Awaitable, Callable, Collection, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from compactbot.bot.compaction_report import CompactionReport
+from compactbot.bot.compaction.report import CompactionReport
 from compactbot.bot.services import Services
 from compactbot.scheduler.selection import Candidate, select_sessions, still_due
 

@@ -22,7 +22,7 @@ from apscheduler.schedulers.asyncio import AsyncIOScheduler
 from apscheduler.triggers.date import DateTrigger
 from apscheduler.triggers.interval import IntervalTrigger
 
-from compactbot.bot.gateway import Gateway
+from compactbot.bot.ingress.gateway import Gateway
 from compactbot.bot.services import Services
 from compactbot.scheduler.job import (
     Attempt,

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from compactbot.bot.chat_settings import ChatSettings
-from compactbot.bot.compaction_report import CompactionReport
-from compactbot.bot.config import Config
-from compactbot.bot.gateway import Gateway
+from compactbot.bot.compaction.report import CompactionReport
+from compactbot.bot.ingress.gateway import Gateway
 from compactbot.bot.plugins import Notifier
 from compactbot.bot.services import Services
+from compactbot.bot.settings.chat_settings import ChatSettings
+from compactbot.bot.settings.config import Config
 from compactbot.scheduler.job import run_overnight
 from compactbot.scheduler.overnight import OvernightScheduler
 from compactbot.scheduler.windows import next_run_text

@@ -6,8 +6,8 @@ from collections.abc import Collection
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from compactbot.bot.config import Config
 from compactbot.bot.services import Services
+from compactbot.bot.settings.config import Config
 from compactbot.bot.store.base import SessionRecord
 from compactbot.scheduler.windows import window_end
 

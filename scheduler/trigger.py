@@ -13,7 +13,7 @@ from zoneinfo import ZoneInfo
 
 from apscheduler.triggers.base import BaseTrigger
 
-from compactbot.bot.config_values import TimeWindow
+from compactbot.bot.settings.values import TimeWindow
 from compactbot.scheduler.windows import next_window_start
 
 # APScheduler asks for the fire time after `previous`; step past it so a fire is never repeated.

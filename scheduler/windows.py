@@ -20,9 +20,9 @@ from collections.abc import Iterator
 from datetime import UTC, date, datetime, time, timedelta
 from zoneinfo import ZoneInfo
 
-from compactbot.bot.chat_settings import ChatSettings
-from compactbot.bot.config import Config
-from compactbot.bot.config_values import TimeWindow
+from compactbot.bot.settings.chat_settings import ChatSettings
+from compactbot.bot.settings.config import Config
+from compactbot.bot.settings.values import TimeWindow
 
 # Local days examined around `now`: yesterday's window may wrap past midnight into today, and
 # tomorrow's may be empty (a window inside a skipped hour), so the next start can be two days off.

@@ -9,10 +9,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from compactbot.bot.app import App
-from compactbot.bot.config import Config
-from compactbot.bot.config_loading import load_config
 from compactbot.bot.events import InboundMessage, ReplyTarget
-from compactbot.bot.llm import LLMClient
+from compactbot.bot.llm.client import LLMClient
+from compactbot.bot.settings.config import Config
+from compactbot.bot.settings.loading import load_config
 
 
 def make_config(tmp_path: Path, env: Mapping[str, str] | None = None) -> Config:

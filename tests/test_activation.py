@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from compactbot.bot.activation import activated
+from compactbot.bot.ingress.activation import activated
 
 
 def test_always_activation_answers_every_message() -> None:

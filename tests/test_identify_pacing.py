@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import time
 
-from compactbot.bot.identify_pacing import IdentifyPacing
+from compactbot.bot.workers.identify_pacing import IdentifyPacing
 from tests import postgres_server
 
 INTERVAL = 0.5

@@ -8,7 +8,7 @@ from collections.abc import AsyncIterator, Callable
 import asyncpg
 import pytest
 
-from compactbot.bot.leadership import RETRY_SECONDS, AdvisoryLeadership
+from compactbot.bot.workers.leadership import RETRY_SECONDS, AdvisoryLeadership
 from tests import postgres_server
 
 FAILOVER_DEADLINE_SECONDS = 10.0
@@ -101,7 +101,7 @@ async def test_leaders_of_different_names_do_not_exclude_each_other(schema_dsn: 
 async def test_a_leader_whose_close_never_returns_still_stops_and_frees_the_lock(
     schema_dsn: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import compactbot.bot.leadership as leadership
+    import compactbot.bot.workers.leadership as leadership
 
     monkeypatch.setattr(leadership, "CONNECT_TIMEOUT_SECONDS", 0.2)
     first, second = AdvisoryLeadership(schema_dsn), AdvisoryLeadership(schema_dsn)

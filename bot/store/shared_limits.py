@@ -16,7 +16,7 @@ LIMITS_PRUNE_INTERVAL_SECONDS = 600.0
 
 
 class SharedLimits(Protocol):
-    """The store's part of the limits in bot/limits.py; `now` is epoch seconds."""
+    """The store's part of the limits in bot/ingress/limits.py; `now` is epoch seconds."""
 
     async def rate_hit(self, key: str, per_minute: int, now: float) -> bool:
         """Count an attempt under `key` unless `per_minute` were counted in the last minute.

@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from compactbot.bot.llm import ToolCall
-from compactbot.bot.tools import ToolContext, run_tool
+from compactbot.bot.llm.client import ToolCall
+from compactbot.bot.turns.tools import ToolContext, run_tool
 from tests.adapters.discord_rig import WAIT_SECONDS, Rig, discord_rig
 from tests.fakes.discord_server import FakeDiscord
 from tests.fakes.fixtures import fake_discord  # noqa: F401  (pytest fixture)
@@ -90,7 +90,7 @@ async def _held(
     rig: Rig, caplog: pytest.LogCaptureFixture, text: str
 ) -> tuple[asyncio.Event, dict[str, Any]]:
     """`text` sent and held in the gateway, not yet stored; set the event to let it through."""
-    caplog.set_level(logging.INFO, logger="compactbot.bot.message_changes")
+    caplog.set_level(logging.INFO, logger="compactbot.bot.ingress.message_changes")
     hold = rig.gateway.hold = asyncio.Event()
     payload = await rig.discord.send_message(text)
     held = await asyncio.wait_for(rig.gateway.holding.get(), WAIT_SECONDS)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 
 from compactbot.adapters.discord_gating import DiscordFacts, ignore_reason, model_text, to_inbound
-from compactbot.bot.activation import activated
+from compactbot.bot.ingress.activation import activated
 
 BOT = "900"
 FACTS = DiscordFacts(

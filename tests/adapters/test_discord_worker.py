@@ -7,7 +7,7 @@ from pathlib import Path
 
 from compactbot.adapters.discord import DiscordPlatform
 from compactbot.bot.events import ReplyTarget
-from compactbot.bot.identify_pacing import IdentifyPacing
+from compactbot.bot.workers.identify_pacing import IdentifyPacing
 from tests import postgres_server
 from tests.adapters.discord_rig import GUILD_READY_SECONDS, RecordingGateway
 from tests.fakes.discord_server import FakeDiscord

@@ -14,7 +14,7 @@ from compactbot.adapters.telegram_delivery import (
     WireMarkingLimiter,
 )
 from compactbot.bot.events import DeliveryError, ReplyTarget
-from compactbot.bot.wire import WIRE
+from compactbot.bot.workers.wire import WIRE
 from tests.fakes.fixtures import fake_telegram  # noqa: F401  (pytest fixture)
 from tests.fakes.telegram_server import FakeTelegram
 

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from compactbot.bot.llm import ToolCall
-from compactbot.bot.tools import ToolContext, run_tool
+from compactbot.bot.llm.client import ToolCall
+from compactbot.bot.turns.tools import ToolContext, run_tool
 from tests.adapters.telegram_rig import GROUP_KEY, WAIT_SECONDS, Running, serving
 from tests.fakes.fixtures import fake_telegram  # noqa: F401  (pytest fixture)
 from tests.fakes.openai_server import Reply

@@ -14,8 +14,8 @@ import pytest
 from compactbot.adapters.telegram import TelegramPlatform
 from compactbot.adapters.telegram_html import render_chunks
 from compactbot.bot.app import App
-from compactbot.bot.llm_stream import STREAM_BROKEN_NOTICE
-from compactbot.bot.streaming import DEFAULT_INTERVAL_SECONDS
+from compactbot.bot.llm.stream import STREAM_BROKEN_NOTICE
+from compactbot.bot.turns.streaming import DEFAULT_INTERVAL_SECONDS
 from tests.fakes.fixtures import fake_telegram  # noqa: F401  (pytest fixture)
 from tests.fakes.openai_server import FakeOpenAI, Reply
 from tests.fakes.telegram_server import FakeTelegram

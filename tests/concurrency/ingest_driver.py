@@ -15,7 +15,7 @@ import time
 from typing import Any
 
 from compactbot.bot.app import App
-from compactbot.bot.offline_model import OfflineModel
+from compactbot.bot.llm.offline_model import OfflineModel
 from compactbot.bot.store import sqlite_ingest
 from compactbot.bot.store.sqlite import SqliteStore
 from tests.harness import RecordingAdapter, group_message, make_config

@@ -10,8 +10,8 @@ from pathlib import Path
 from typing import Any
 
 from compactbot.bot.app import App
-from compactbot.bot.compaction import UsageSink
-from compactbot.bot.llm import LLMResponse
+from compactbot.bot.compaction.session_compactor import UsageSink
+from compactbot.bot.llm.client import LLMResponse
 from compactbot.compression import Summarizer, SummaryRequest
 from compactbot.compression.deterministic import deterministic_summary
 from compactbot.compression.tokens import counter_for

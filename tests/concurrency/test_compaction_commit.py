@@ -16,12 +16,12 @@ from typing import Any
 import aiosqlite
 import pytest
 
-from compactbot.bot.compaction import SessionCompactor
-from compactbot.bot.exclusivity import StoreLeases, new_lock_holder
+from compactbot.bot.compaction.session_compactor import SessionCompactor
 from compactbot.bot.store import Store
 from compactbot.bot.store.base import CompressionEvent, NewMessage, SessionRecord, StoredMessage
 from compactbot.bot.store.database import Database
 from compactbot.bot.store.sqlite import SqliteStore
+from compactbot.bot.turns.exclusivity import StoreLeases, new_lock_holder
 from compactbot.compression import CompressorConfig
 from compactbot.compression.tokens import counter_for
 from tests.concurrency.rig import GatedSummarizer, chatter_text

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from compactbot.bot.app import App
 from compactbot.bot.events import InboundMessage
-from compactbot.bot.offline_model import OfflineModel
+from compactbot.bot.llm.offline_model import OfflineModel
 from tests.compression.scripted import FakeClock
 from tests.concurrency.ingest_driver import UPDATE_ID, redelivered
 from tests.concurrency.rig import CHAT, GatedLLM, GatedSummarizer, running

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from compactbot.bot.app import App
-from compactbot.bot.compaction_report import CompactionReport
+from compactbot.bot.compaction.report import CompactionReport
 from compactbot.scheduler.job import run_overnight
 from tests.compression.scripted import FakeClock
 from tests.concurrency.rig import CHAT, GatedLLM, GatedSummarizer, chatter, running

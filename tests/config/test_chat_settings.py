@@ -7,7 +7,7 @@ from datetime import time
 
 import pytest
 
-from compactbot.bot.chat_settings import (
+from compactbot.bot.settings.chat_settings import (
     SETTINGS,
     InvalidSetting,
     SettingOutOfBounds,
@@ -19,8 +19,8 @@ from compactbot.bot.chat_settings import (
     parse_setting,
     resolve,
 )
-from compactbot.bot.config import Bounds, Config
-from compactbot.bot.config_values import TimeWindow
+from compactbot.bot.settings.config import Bounds, Config
+from compactbot.bot.settings.values import TimeWindow
 
 CONFIG = Config()
 

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from compactbot.bot.config import Config, ConfigError, exit_on_config_error
-from compactbot.bot.config_loading import load_config
+from compactbot.bot.settings.config import Config, ConfigError, exit_on_config_error
+from compactbot.bot.settings.loading import load_config
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 SECRET = "sk-live-0123456789abcdef"

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from compactbot.bot.dotenv import read_dotenv
+from compactbot.bot.settings.dotenv import read_dotenv
 
 
 def test_dotenv_reads_pairs_quotes_and_skips_comments(tmp_path: Path) -> None:

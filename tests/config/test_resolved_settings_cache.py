@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from compactbot.bot.app import App
-from compactbot.bot.offline_model import OfflineModel
+from compactbot.bot.llm.offline_model import OfflineModel
 from tests.harness import make_config
 
 CHAT = "test:1"

@@ -7,9 +7,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from compactbot.bot.answer_backlog import AnswerBacklog
 from compactbot.bot.app import App
-from compactbot.bot.llm import LLMResponse
+from compactbot.bot.llm.client import LLMResponse
+from compactbot.bot.turns.answer_backlog import AnswerBacklog
 from tests.harness import RecordingAdapter, group_message, make_config
 
 

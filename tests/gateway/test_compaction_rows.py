@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from compactbot.bot.compacted_rows import to_rows
+from compactbot.bot.compaction.rows import to_rows
 from compactbot.bot.store.base import StoredMessage
 from compactbot.compression.template import merge_into, wrap_summary
 from compactbot.compression.tokens import counter_for

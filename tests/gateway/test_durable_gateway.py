@@ -12,13 +12,13 @@ from typing import Literal
 import pytest
 
 from compactbot.bot.app import App
-from compactbot.bot.durable_gateway import DurableGateway, message_from_json
-from compactbot.bot.durable_turns import TurnConsumer
 from compactbot.bot.events import Adapter, ReplyTarget
-from compactbot.bot.outbox import OutboxSender
 from compactbot.bot.store import PostgresStore
 from compactbot.bot.store.postgres_inbox import InboxJob, PostgresInbox
-from compactbot.bot.wire import arrived, leaving, refused
+from compactbot.bot.workers.durable_gateway import DurableGateway, message_from_json
+from compactbot.bot.workers.durable_turns import TurnConsumer
+from compactbot.bot.workers.outbox import OutboxSender
+from compactbot.bot.workers.wire import arrived, leaving, refused
 from tests import postgres_server
 from tests.harness import RecordingAdapter, group_message, make_config
 

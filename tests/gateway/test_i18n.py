@@ -5,10 +5,10 @@ from __future__ import annotations
 import re
 
 from compactbot.bot import i18n
-from compactbot.bot.commands import HELP_TEXT
-from compactbot.bot.llm_errors import LLMAuthError, LLMRateLimitError, LLMTransientError
-from compactbot.bot.llm_stream import STREAM_BROKEN_NOTICE
-from compactbot.bot.runner import BREAKER_NOTICE, _llm_failure_text
+from compactbot.bot.commands.router import HELP_TEXT
+from compactbot.bot.llm.errors import LLMAuthError, LLMRateLimitError, LLMTransientError
+from compactbot.bot.llm.stream import STREAM_BROKEN_NOTICE
+from compactbot.bot.turns.runner import BREAKER_NOTICE, _llm_failure_text
 
 
 def test_every_chinese_template_uses_only_its_english_placeholders() -> None:

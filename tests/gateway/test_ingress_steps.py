@@ -6,10 +6,17 @@ import asyncio
 import dataclasses
 from pathlib import Path
 
-from compactbot.bot import chat_settings
-from compactbot.bot.config import Config
-from compactbot.bot.ingress import ChatOrder, allowed, deliver, rate_limited, scope_user, stored_row
-from compactbot.bot.limits import RateLimiter
+from compactbot.bot.ingress.limits import RateLimiter
+from compactbot.bot.ingress.steps import (
+    ChatOrder,
+    allowed,
+    deliver,
+    rate_limited,
+    scope_user,
+    stored_row,
+)
+from compactbot.bot.settings import chat_settings
+from compactbot.bot.settings.config import Config
 from compactbot.bot.store import SqliteStore
 from compactbot.compression.tokens import counter_for
 from tests.harness import RecordingAdapter, group_message

@@ -6,8 +6,8 @@ import time
 from pathlib import Path
 
 from compactbot.bot.app import App
-from compactbot.bot.compaction import SessionCompactor, UsageSink
-from compactbot.bot.offline_model import OfflineModel
+from compactbot.bot.compaction.session_compactor import SessionCompactor, UsageSink
+from compactbot.bot.llm.offline_model import OfflineModel
 from compactbot.compression import Summarizer, SummaryRequest, SummaryTransientError
 from compactbot.compression.template import MERGE_DELIMITER, SUMMARY_END_MARKER, SUMMARY_PREFIX
 from tests.compression.scripted import FakeClock

@@ -8,7 +8,7 @@ from collections import deque
 from pathlib import Path
 from typing import Any
 
-from compactbot.bot.offline_model import OfflineModel
+from compactbot.bot.llm.offline_model import OfflineModel
 from compactbot.bot.store.base import NewMessage
 from tests.fakes.openai_server import Behaviour, Error, FakeOpenAI, Reply, count_prompt_tokens
 from tests.harness import RecordingAdapter, endpoint_env, group_message, make_config, running_app

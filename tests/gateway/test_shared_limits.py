@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from compactbot.bot.admin_cache import AdminCache
 from compactbot.bot.app import App
-from compactbot.bot.failure_notices import REPEAT_NOTICE, FailureNotices
-from compactbot.bot.limits import NoticeGate, RateLimiter
+from compactbot.bot.ingress.admin_cache import AdminCache
+from compactbot.bot.ingress.limits import NoticeGate, RateLimiter
 from compactbot.bot.store import SqliteStore
+from compactbot.bot.turns.failure_notices import REPEAT_NOTICE, FailureNotices
 from tests import postgres_server
 from tests.harness import RecordingAdapter, group_message, make_config
 from tests.reliability.rig import EchoLLM

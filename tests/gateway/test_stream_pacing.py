@@ -6,7 +6,7 @@ import asyncio
 import itertools
 from dataclasses import dataclass, field
 
-from compactbot.bot.streaming import FloodWait, PacedStream, PreviewFailed
+from compactbot.bot.turns.streaming import FloodWait, PacedStream, PreviewFailed
 
 
 @dataclass

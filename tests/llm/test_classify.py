@@ -8,7 +8,7 @@ from typing import Any
 import openai
 import pytest
 
-from compactbot.bot.llm_errors import (
+from compactbot.bot.llm.errors import (
     ContextOverflowError,
     LLMAuthError,
     LLMError,

@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from compactbot.bot.llm import LLMResponse
-from compactbot.bot.offline_model import OfflineModel, question_keywords
+from compactbot.bot.llm.client import LLMResponse
+from compactbot.bot.llm.offline_model import OfflineModel, question_keywords
 from compactbot.bot.store.base import NewMessage
 from compactbot.bot.store.sqlite import SqliteStore
-from compactbot.bot.tools import TOOL_SCHEMAS, ToolContext, run_tool
+from compactbot.bot.turns.tools import TOOL_SCHEMAS, ToolContext, run_tool
 
 CHAT = "console:room"
 NOV_29 = datetime(2026, 11, 29, 15, 0, tzinfo=UTC).timestamp()

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from compactbot.bot.llm import (
+from compactbot.bot.llm.client import (
     LLMResponse,
     OpenAIChatClient,
     ToolCall,
@@ -18,7 +18,7 @@ from compactbot.bot.llm import (
     context_length_of,
     with_cache_breakpoints,
 )
-from compactbot.bot.llm_errors import (
+from compactbot.bot.llm.errors import (
     ContextOverflowError,
     LLMAuthError,
     LLMRateLimitError,

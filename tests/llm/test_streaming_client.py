@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
-from compactbot.bot.llm_stream import StreamAccumulator, StreamingChatClient
+from compactbot.bot.llm.stream import StreamAccumulator, StreamingChatClient
 from tests.fakes.openai_server import Error, FakeOpenAI, Reply
 
 

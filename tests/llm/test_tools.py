@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from compactbot.bot.llm import ToolCall
+from compactbot.bot.llm.client import ToolCall
 from compactbot.bot.store.base import NewMessage
 from compactbot.bot.store.sqlite import SqliteStore
-from compactbot.bot.tools import TOOL_SCHEMAS, ToolContext, run_tool, search_terms
+from compactbot.bot.turns.tools import TOOL_SCHEMAS, ToolContext, run_tool, search_terms
 from compactbot.compression import CompressorConfig, ContextCompressor, MessageSource
 
 CHAT = "console:room"

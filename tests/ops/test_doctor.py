@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from compactbot.bot.doctor import run_doctor
-from compactbot.bot.doctor_report import NamedCheck
-from compactbot.bot.doctor_store import check_store
+from compactbot.bot.operators.doctor import run_doctor
+from compactbot.bot.operators.doctor_report import NamedCheck
+from compactbot.bot.operators.doctor_store import check_store
 from compactbot.bot.store.migrations import LATEST_VERSION
 from tests.fakes.discord_server import FakeDiscord
 from tests.fakes.fixtures import fake_discord, fake_telegram  # noqa: F401  (pytest fixtures)

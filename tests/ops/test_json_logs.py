@@ -6,8 +6,8 @@ import io
 import json
 import logging
 
-from compactbot.bot.config_loading import load_config
-from compactbot.bot.log_format import JsonFormatter, log_handler
+from compactbot.bot.operators.log_format import JsonFormatter, log_handler
+from compactbot.bot.settings.loading import load_config
 
 
 def emit(handler: logging.Handler, message: str, *args: object, **extra: object) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from compactbot.bot.app import App
-from compactbot.bot.runner import BREAKER_NOTICE
+from compactbot.bot.turns.runner import BREAKER_NOTICE
 from tests.fakes.openai_server import Error, FakeOpenAI, Reply
 from tests.harness import RecordingAdapter, endpoint_env, group_message, make_config
 

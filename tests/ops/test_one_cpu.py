@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from compactbot.bot.cli import _on_one_cpu
-from compactbot.bot.config import Config, StorageConfig
 from compactbot.bot.one_cpu import MOVE_MARGIN, CpuTicks, quietest_cpu
+from compactbot.bot.settings.config import Config, StorageConfig
 from tests.cli.test_console_and_operator import waiting_console
 
 REPO = Path(__file__).resolve().parents[2]

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from compactbot.bot import operator_cli
 from compactbot.bot.cli import build_parser
-from compactbot.bot.config import Config
+from compactbot.bot.operators import operator_cli
+from compactbot.bot.settings.config import Config
 from compactbot.bot.store import CompressionEvent, NewMessage, SqliteStore
 from compactbot.bot.store.base import Store
 from tests.harness import make_config

@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 
 from compactbot.bot.app import App
-from compactbot.bot.health import QUEUE_STUCK_SECONDS, QueueProbe, Readiness
-from compactbot.bot.lanes import LaneScheduler
-from compactbot.bot.offline_model import OfflineModel
-from compactbot.bot.operator_endpoint import OperatorPortError
+from compactbot.bot.llm.offline_model import OfflineModel
+from compactbot.bot.operators.endpoint import OperatorPortError
+from compactbot.bot.operators.health import QUEUE_STUCK_SECONDS, QueueProbe, Readiness
+from compactbot.bot.turns.lanes import LaneScheduler
 from tests.fakes.fixtures import free_port  # noqa: F401  (pytest fixture)
 from tests.harness import make_config
 from tests.ops.scrape import get
@@ -82,9 +82,9 @@ async def test_queue_probe_reports_a_job_waiting_too_long() -> None:
 
 
 async def test_a_hanging_probe_is_reported_not_awaited_forever(monkeypatch) -> None:
-    import compactbot.bot.health
+    import compactbot.bot.operators.health
 
-    monkeypatch.setattr(compactbot.bot.health, "PROBE_TIMEOUT_SECONDS", 0.01)
+    monkeypatch.setattr(compactbot.bot.operators.health, "PROBE_TIMEOUT_SECONDS", 0.01)
 
     class Hangs:
         name = "slow"

@@ -18,10 +18,10 @@ import random
 import sys
 
 from compactbot.bot.app import App
-from compactbot.bot.compaction import SessionCompactor, UsageSink
-from compactbot.bot.config_loading import load_config
+from compactbot.bot.compaction.session_compactor import SessionCompactor, UsageSink
 from compactbot.bot.events import InboundMessage
-from compactbot.bot.offline_model import OfflineModel
+from compactbot.bot.llm.offline_model import OfflineModel
+from compactbot.bot.settings.loading import load_config
 from compactbot.compression import Summarizer, SummaryRequest
 from compactbot.compression.deterministic import deterministic_summary
 from tests.harness import RecordingAdapter

@@ -12,8 +12,8 @@ from typing import Any
 
 import yaml
 
-from compactbot.bot.config import Config
-from compactbot.bot.llm import LLMResponse
+from compactbot.bot.llm.client import LLMResponse
+from compactbot.bot.settings.config import Config
 from compactbot.bot.store.base import Store, StoredMessage
 from compactbot.compression.tokens import counter_for
 from tests.harness import make_config

@@ -18,13 +18,13 @@ import sys
 import compactbot.adapters.telegram
 import compactbot.bot.cli
 import compactbot.bot.modes
-import compactbot.bot.worker_mode
+import compactbot.bot.workers.worker_mode
 import compactbot.scheduler.overnight
 
 PRELOADED = (
     compactbot.adapters.telegram,
     compactbot.bot.modes,
-    compactbot.bot.worker_mode,
+    compactbot.bot.workers.worker_mode,
     compactbot.scheduler.overnight,
 )
 

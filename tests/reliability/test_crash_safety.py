@@ -19,8 +19,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from compactbot.bot.app import App, database_path
-from compactbot.bot.config import Config
-from compactbot.bot.offline_model import OfflineModel
+from compactbot.bot.llm.offline_model import OfflineModel
+from compactbot.bot.settings.config import Config
 from compactbot.bot.store.base import StoredMessage
 from compactbot.bot.store.sqlite import SqliteStore
 from tests.harness import RecordingAdapter

@@ -11,7 +11,7 @@ import pytest
 from compactbot.adapters.telegram import TelegramPlatform
 from compactbot.adapters.telegram_html import render_chunks
 from compactbot.bot.app import App
-from compactbot.bot.markdown_escape import escape_markdown
+from compactbot.bot.ingress.markdown_escape import escape_markdown
 from tests.fakes.telegram_server import FakeTelegram
 from tests.harness import RecordingAdapter, group_message, make_config, running_app
 from tests.reliability.rig import EchoLLM

@@ -18,8 +18,8 @@ from typing import Any
 import pytest
 
 from compactbot.bot.app import App
-from compactbot.bot.config import Config
-from compactbot.bot.failure_notices import REPEAT_NOTICE
+from compactbot.bot.settings.config import Config
+from compactbot.bot.turns.failure_notices import REPEAT_NOTICE
 from tests.fakes.openai_server import (
     Behaviour,
     Empty,
@@ -153,7 +153,7 @@ async def test_empty_model_reply_gets_a_notice_not_a_placeholder(tmp_path: Path)
 async def test_failed_send_is_logged_kept_in_the_transcript_and_the_chat_goes_on(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    caplog.set_level(logging.ERROR, logger="compactbot.bot.gateway")
+    caplog.set_level(logging.ERROR, logger="compactbot.bot.ingress.gateway")
     config = fault_config(tmp_path, "http://127.0.0.1:9/v1")
     async with running_app(config, llm=EchoLLM()) as app:
         adapter = RecordingAdapter(fail_sends=1)

@@ -24,9 +24,9 @@ from compactbot.adapters.telegram_gating import (
     to_inbound,
 )
 from compactbot.bot.app import App
-from compactbot.bot.commands import parse_command
-from compactbot.bot.config import Config
+from compactbot.bot.commands.router import parse_command
 from compactbot.bot.events import InboundMessage
+from compactbot.bot.settings.config import Config
 from tests.fakes.fixtures import fake_telegram, free_port  # noqa: F401  (pytest fixtures)
 from tests.fakes.openai_server import FakeOpenAI
 from tests.fakes.telegram_server import FakeTelegram

@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from compactbot.adapters.telegram_html import html_to_plain, render_chunks
-from compactbot.bot.config import Config
-from compactbot.bot.offline_model import OfflineModel
+from compactbot.bot.llm.offline_model import OfflineModel
+from compactbot.bot.settings.config import Config
 from compactbot.compression import SUMMARY_END_MARKER, SUMMARY_PREFIX
 from tests.fakes.fixtures import fake_telegram  # noqa: F401  (a pytest fixture)
 from tests.fakes.openai_server import FakeOpenAI, Reply

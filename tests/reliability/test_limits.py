@@ -6,7 +6,7 @@ import time
 from pathlib import Path
 
 from compactbot.bot.app import App
-from compactbot.bot.limits import RATE_WINDOW_SECONDS, NoticeGate
+from compactbot.bot.ingress.limits import RATE_WINDOW_SECONDS, NoticeGate
 from compactbot.bot.store import SqliteStore
 from tests.harness import RecordingAdapter, group_message, make_config
 from tests.reliability.rig import EchoLLM

@@ -12,9 +12,9 @@ import pytest
 
 from compactbot.adapters.telegram import TelegramPlatform
 from compactbot.bot.cli import configure_logging
-from compactbot.bot.config import ConfigError
-from compactbot.bot.config_loading import load_config
-from compactbot.bot.log_redaction import RedactingFilter
+from compactbot.bot.operators.log_redaction import RedactingFilter
+from compactbot.bot.settings.config import ConfigError
+from compactbot.bot.settings.loading import load_config
 from tests.fakes.openai_server import FakeOpenAI
 from tests.fakes.telegram_server import FakeTelegram
 from tests.harness import make_config, running_app

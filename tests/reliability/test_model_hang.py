@@ -7,7 +7,7 @@ import asyncio
 import time
 from pathlib import Path
 
-from compactbot.bot.failure_notices import REPEAT_NOTICE
+from compactbot.bot.turns.failure_notices import REPEAT_NOTICE
 from tests.fakes.openai_server import FakeOpenAI, Hang
 from tests.harness import RecordingAdapter, endpoint_env, group_message, running_app
 from tests.reliability.rig import yaml_config

@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from compactbot.bot import operator_cli
 from compactbot.bot.app import App
 from compactbot.bot.cli import build_parser
-from compactbot.bot.config import Config
+from compactbot.bot.operators import operator_cli
+from compactbot.bot.settings.config import Config
 from tests.harness import make_config
 from tests.scheduler.builders import FakeClock, fill_session
 

@@ -6,8 +6,8 @@ from pathlib import Path
 from typing import Any
 
 from compactbot.bot.app import App
-from compactbot.bot.compaction import SessionCompactor
-from compactbot.bot.compaction_report import CompactionReport
+from compactbot.bot.compaction.report import CompactionReport
+from compactbot.bot.compaction.session_compactor import SessionCompactor
 from compactbot.bot.services import Services
 from compactbot.compression.summarizer import SummaryAuthError, SummaryRequest
 from compactbot.scheduler.overnight import run_overnight

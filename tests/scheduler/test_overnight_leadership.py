@@ -14,9 +14,9 @@ import asyncpg
 import pytest
 
 from compactbot.bot.app import App
-from compactbot.bot.compaction import UsageSink
-from compactbot.bot.config import Config
-from compactbot.bot.leadership import AdvisoryLeadership, SoleLeader
+from compactbot.bot.compaction.session_compactor import UsageSink
+from compactbot.bot.settings.config import Config
+from compactbot.bot.workers.leadership import AdvisoryLeadership, SoleLeader
 from compactbot.compression.summarizer import Summarizer, SummaryRequest
 from compactbot.scheduler.job import compact_candidates
 from compactbot.scheduler.overnight import OvernightScheduler

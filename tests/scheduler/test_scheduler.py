@@ -7,9 +7,9 @@ from pathlib import Path
 from zoneinfo import ZoneInfo
 
 from compactbot.bot.app import App
-from compactbot.bot.compaction import SessionCompactor
-from compactbot.bot.config import Config
-from compactbot.bot.config_values import TimeWindow
+from compactbot.bot.compaction.session_compactor import SessionCompactor
+from compactbot.bot.settings.config import Config
+from compactbot.bot.settings.values import TimeWindow
 from compactbot.compression.summarizer import SummaryAuthError, SummaryRequest
 from compactbot.scheduler.overnight import OvernightScheduler
 from compactbot.scheduler.windows import next_window_start

@@ -5,8 +5,8 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from compactbot.bot.chat_settings import resolve
-from compactbot.bot.config_values import TimeWindow
+from compactbot.bot.settings.chat_settings import resolve
+from compactbot.bot.settings.values import TimeWindow
 from compactbot.scheduler.trigger import WindowStartTrigger
 from compactbot.scheduler.windows import in_window, next_run_text, next_window_start, window_end
 from tests.harness import make_config

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 
-from compactbot.bot.catchup import CatchupQuery, MemorySource
+from compactbot.bot.commands.catchup import CatchupQuery, MemorySource
 from compactbot.bot.store import Store
 from compactbot.compression.memory import Memory, MemoryEntry
 from tests.store.factories import summary, user

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from compactbot.bot.compaction import SessionCompactor
+from compactbot.bot.compaction.session_compactor import SessionCompactor
 from compactbot.bot.store import NewMessage, Store
 from compactbot.bot.store.base import IngestItem
 from compactbot.compression import CompressorConfig

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from compactbot.bot.health import QUEUE_STUCK_SECONDS
-from compactbot.bot.inbox_watch import STALE_SAMPLES, InboxWatch
-from compactbot.bot.metrics import Metrics
+from compactbot.bot.operators.health import QUEUE_STUCK_SECONDS
+from compactbot.bot.operators.metrics import Metrics
 from compactbot.bot.store import PostgresStore
+from compactbot.bot.workers.inbox_watch import STALE_SAMPLES, InboxWatch
 from tests.store.conftest import ManualClock
 from tests.store.test_turn_inbox import PLATFORMS, TTL, question
 

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from compactbot.bot.compaction import SessionCompactor
-from compactbot.bot.llm import LLMResponse, ToolCall
-from compactbot.bot.runner import AgentRunner, TurnRequest
+from compactbot.bot.compaction.session_compactor import SessionCompactor
+from compactbot.bot.llm.client import LLMResponse, ToolCall
 from compactbot.bot.store import NewMessage, Store
-from compactbot.bot.working_set import WorkingSet
+from compactbot.bot.turns.runner import AgentRunner, TurnRequest
+from compactbot.bot.turns.working_set import WorkingSet
 from compactbot.compression import CompressorConfig
 from compactbot.compression.tokens import counter_for
 from tests.store.factories import assistant, user

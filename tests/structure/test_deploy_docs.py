@@ -17,7 +17,7 @@ import pytest
 import yaml
 
 from compactbot.bot.cli import build_parser
-from compactbot.bot.config_loading import CONFIG_PATH_ENV, ENV_VARS, load_config
+from compactbot.bot.settings.loading import CONFIG_PATH_ENV, ENV_VARS, load_config
 from compactbot.bot.store.backends import parse_store_url
 from tests import postgres_server
 

@@ -1,0 +1,1 @@
+"""The chat commands (/status, /compress, /summary, ...) behind one admin filter."""

@@ -1,0 +1,1 @@
+"""Compacting a stored session: lease, compress, one-transaction commit, report."""

@@ -1,0 +1,103 @@
+"""What a member's message becomes in the transcript: attribution and the message it answers.
+
+A reply brings the replied-to message into the turn as a short attributed quote. The quote is
+looked up in the store first (archived rows included, so a message compacted away long ago is
+still found) and taken from the platform's copy of it only when the store never saw it.
+"""
+
+from __future__ import annotations
+
+import re
+
+from compactbot.bot.events import InboundMessage
+from compactbot.bot.ingress.media import MediaLimits, placeholder, read_media, with_media
+from compactbot.bot.services import Services
+from compactbot.bot.store.base import Store
+from compactbot.compression.message_hints import message_hints
+
+# A quote is context, not the conversation: long originals are cut to this.
+QUOTE_MAX_CHARS = 400
+BOT_NAME = "the bot"
+_ATTRIBUTION_RE = re.compile(r"^\[([^\]\n]{1,100})\] ")
+
+
+async def reply_quote(store: Store, message: InboundMessage) -> str | None:
+    """`(in reply to Bob: "…")` for a reply, None for any other message."""
+    if message.reply_to is None:
+        return None
+    found = await store.find_platform_message(message.chat_key, message.reply_to)
+    if found is not None and found.text.strip():
+        text = found.text
+        who = found.author_name or (BOT_NAME if found.role == "assistant" else None)
+        attributed = _ATTRIBUTION_RE.match(text)
+        if attributed:
+            who = who or attributed.group(1)
+            text = text[attributed.end() :]
+    elif message.reply_to_text:
+        text, who = message.reply_to_text, message.reply_to_author
+    else:
+        return None
+    return f'(in reply to {who or "an earlier message"}: "{_clip(text)}")'
+
+
+def transcript_text(
+    message: InboundMessage,
+    *,
+    shared: bool,
+    quote: str | None,
+    notes: tuple[str, ...] | None = None,
+) -> str:
+    """`[Alice] (in reply to …) text` in a shared group session, else the text (and quote),
+    then one note per file (placeholders unless `notes` are given)."""
+    body = f"{quote} {message.text}" if quote else message.text
+    text = f"[{message.author_name}] {body}" if shared else body
+    if notes is None:
+        notes = tuple(placeholder(a) for a in message.attachments)
+    return "\n".join([text.rstrip(), *notes]) if notes else text
+
+
+async def enrich_media(
+    services: Services, message: InboundMessage, message_id: int, source: object
+) -> None:
+    """Read the message's files and rewrite its stored row with what they hold."""
+    media = services.config.media
+    vision = services.config.model.vision
+    limits = MediaLimits(vision, media.max_file_bytes, media.max_document_chars)
+    read = await read_media(message.attachments, source, services.llm, limits)
+    for prompt, completion in read.usage:
+        await services.store.add_usage(
+            message.chat_key, message.author_id, "reply", prompt, completion
+        )
+    settings = await services.settings_for(message.chat_key)
+    shared = message.is_group and settings.memory_scope == "shared"
+    quote = await reply_quote(services.store, message)
+    text = transcript_text(message, shared=shared, quote=quote, notes=())
+    # Only a message the bot will answer carries its images, and only until that answer.
+    images = read.image_parts if message.addressed else ()
+    content = with_media(text, read.notes, images)
+    user = {"role": "user", "content": content}
+    tokens = services.counter.count_message(user)
+    await services.store.set_message_content(message_id, content, tokens, message_hints(user))
+
+
+async def drop_images(services: Services, message: InboundMessage) -> None:
+    """After the answer: the stored message keeps its text and descriptions, not the image."""
+    if message.platform_message_id is None:
+        return
+    row = await services.store.find_platform_message(message.chat_key, message.platform_message_id)
+    if row is None or not isinstance(row.content, list):
+        return
+    texts = [
+        p.get("text", "") for p in row.content if isinstance(p, dict) and p.get("type") == "text"
+    ]
+    content = "\n".join(t for t in texts if t)
+    user = {"role": "user", "content": content}
+    tokens = services.counter.count_message(user)
+    await services.store.set_message_content(row.id, content, tokens, message_hints(user))
+
+
+def _clip(text: str) -> str:
+    flat = " ".join(text.split())
+    if len(flat) <= QUOTE_MAX_CHARS:
+        return flat
+    return flat[: QUOTE_MAX_CHARS - 1].rstrip() + "…"

@@ -1,0 +1,1 @@
+"""The model client: OpenAI-compatible calls, streaming, errors, and the offline model."""

@@ -1,0 +1,1 @@
+"""What operators use: the CLI, metrics, health probes, doctor and log hygiene."""

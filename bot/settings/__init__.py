@@ -1,0 +1,1 @@
+"""Configuration: the YAML and environment sections, their bounds, and per-chat settings."""

@@ -1,0 +1,286 @@
+"""The agent's tools (search_history, recall, remember, chat_stats): schemas and execution."""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from compactbot.bot.llm.client import ToolCall
+from compactbot.bot.store.base import SearchHit, Store, StoreError
+from compactbot.bot.turns.recall import DEFAULT_RECALL_LIMIT, MAX_RECALL_LIMIT, recall, valid_kind
+from compactbot.compression.memory import ENTRY_KINDS
+from compactbot.compression.template import is_summary_text
+from compactbot.compression.transcript import split_speaker
+
+log = logging.getLogger(__name__)
+
+SEARCH_HISTORY = "search_history"
+RECALL = "recall"
+REMEMBER = "remember"
+CHAT_STATS = "chat_stats"
+DEFAULT_SEARCH_LIMIT = 5
+MAX_SEARCH_LIMIT = 20
+# Each term's FTS query fetches this many times the limit, so merging still has enough to rank.
+SEARCH_OVERFETCH = 3
+MIN_TERM_CHARS = 2
+MAX_HIT_CHARS = 500
+MAX_FACT_CHARS = 500
+# Counting every compaction event the store keeps for a chat; far above any real chat's count.
+MAX_EVENTS_COUNTED = 100_000
+COMPACTION_OUTCOMES = frozenset({"compressed", "fallback"})
+
+_WORD = re.compile(r"\w+")
+
+
+class ToolArgumentError(ValueError):
+    """The model called a tool with arguments that do not fit its schema."""
+
+
+@dataclass(frozen=True, slots=True)
+class ToolContext:
+    store: Store
+    chat_key: str
+    session_id: int
+    author_id: str | None
+    author_name: str | None
+    can_remember: bool
+    # The message that triggered this turn: the question itself is not an answer to it.
+    current_message_id: int | None = None
+
+
+def _function(
+    name: str, description: str, properties: dict[str, Any], required: list[str]
+) -> dict[str, Any]:
+    parameters = {"type": "object", "properties": properties, "required": required}
+    return {
+        "type": "function",
+        "function": {"name": name, "description": description, "parameters": parameters},
+    }
+
+
+TOOL_SCHEMAS: list[dict[str, Any]] = [
+    _function(
+        SEARCH_HISTORY,
+        "Search everything ever said in this chat, including compacted (archived) history. "
+        "Use a few keywords: names, topics, exact values.",
+        {
+            "query": {"type": "string", "description": "Keywords to look for."},
+            "limit": {
+                "type": "integer",
+                "description": "How many messages to return.",
+                "minimum": 1,
+                "maximum": MAX_SEARCH_LIMIT,
+                "default": DEFAULT_SEARCH_LIMIT,
+            },
+        },
+        ["query"],
+    ),
+    _function(
+        RECALL,
+        "Look up what this chat's memory holds (rules, decisions, facts, action items, …), "
+        "including entries the summary had no room for and values that were replaced. "
+        "Use a few keywords; optionally one kind.",
+        {
+            "query": {"type": "string", "description": "Keywords; every one must match."},
+            "kind": {"type": "string", "enum": list(ENTRY_KINDS), "description": "Entry kind."},
+            "limit": {
+                "type": "integer",
+                "minimum": 1,
+                "maximum": MAX_RECALL_LIMIT,
+                "default": DEFAULT_RECALL_LIMIT,
+            },
+        },
+        ["query"],
+    ),
+    _function(
+        REMEMBER,
+        "Pin a rule or exact value this chat asked you to keep; pins survive every compaction.",
+        {"fact": {"type": "string", "description": "The fact, verbatim and self-contained."}},
+        ["fact"],
+    ),
+    _function(CHAT_STATS, "Report this chat's size, compactions and pins.", {}, []),
+]
+
+
+async def run_tool(call: ToolCall, ctx: ToolContext) -> str:
+    """Execute one tool call; the result is always a JSON string, errors included."""
+    handler = _HANDLERS.get(call.name)
+    if handler is None:
+        return _dump({"error": f"unknown tool: {call.name}"})
+    try:
+        args = _parse_arguments(call.arguments)
+        result = await handler(args, ctx)
+    except ToolArgumentError as exc:
+        result = {"error": str(exc)}
+    except StoreError as exc:
+        log.warning(
+            "tool failed: chat=%s session=%s tool=%s error=%s",
+            ctx.chat_key,
+            ctx.session_id,
+            call.name,
+            type(exc).__name__,
+        )
+        result = {"error": "the chat history is unavailable right now"}
+    log.info(
+        "tool ran: chat=%s session=%s tool=%s ok=%s",
+        ctx.chat_key,
+        ctx.session_id,
+        call.name,
+        "error" not in result,
+    )
+    return _dump(result)
+
+
+def _dump(value: dict[str, Any]) -> str:
+    return json.dumps(value, ensure_ascii=False)
+
+
+def _parse_arguments(raw: str) -> dict[str, Any]:
+    if not raw or not raw.strip():
+        return {}
+    try:
+        args = json.loads(raw)
+    except json.JSONDecodeError as exc:
+        raise ToolArgumentError(f"arguments are not valid JSON: {exc.msg}") from exc
+    if not isinstance(args, dict):
+        raise ToolArgumentError("arguments must be a JSON object")
+    return args
+
+
+def search_terms(query: str) -> list[str]:
+    """Distinct words of at least two characters; non-ASCII words (CJK runs) are kept as-is."""
+    terms: list[str] = []
+    for word in _WORD.findall(query):
+        if len(word) < MIN_TERM_CHARS and word.isascii():
+            continue
+        if word.lower() not in (t.lower() for t in terms):
+            terms.append(word)
+    return terms
+
+
+async def _search_history(args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
+    query = args.get("query")
+    if not isinstance(query, str) or not query.strip():
+        raise ToolArgumentError("query must be a non-empty string")
+    limit = _limit(args.get("limit", DEFAULT_SEARCH_LIMIT))
+    terms = search_terms(query)
+    if not terms:
+        return {"query": query, "hits": [], "count": 0}
+    # The whole query as a phrase ranks exact quotes above scattered words.
+    searches = [*terms, " ".join(terms)] if len(terms) > 1 else terms
+    # Keyed by text as well as id: a compaction copies its tail, so one message can exist twice.
+    scores: dict[tuple[int, str, str], int] = {}
+    hits: dict[tuple[int, str, str], SearchHit] = {}
+    for term in searches:
+        seen: set[tuple[int, str, str]] = set()
+        for hit in await ctx.store.search(ctx.chat_key, term, limit * SEARCH_OVERFETCH):
+            key = (hit.session_id, hit.role, hit.text)
+            if not _is_quotable(hit, ctx) or key in seen:
+                continue
+            seen.add(key)
+            if key not in hits or hit.message_id > hits[key].message_id:
+                hits[key] = hit
+            scores[key] = scores.get(key, 0) + 1
+    ranked = sorted(
+        hits.items(),
+        key=lambda item: (scores[item[0]], item[1].created_at, item[1].message_id),
+        reverse=True,
+    )
+    found = [_hit_json(hit) for _, hit in ranked[:limit]]
+    return {"query": query, "hits": found, "count": len(found)}
+
+
+def _limit(value: Any) -> int:
+    # Models sometimes send "5" or 5.0; both mean 5.
+    if isinstance(value, str) and value.strip().isdigit():
+        value = int(value)
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ToolArgumentError("limit must be an integer")
+    return max(1, min(int(value), MAX_SEARCH_LIMIT))
+
+
+def _is_quotable(hit: SearchHit, ctx: ToolContext) -> bool:
+    if hit.message_id == ctx.current_message_id:
+        return False
+    if hit.role not in ("user", "assistant"):
+        return False
+    # A summary restates the history in the compressor's words; quote the people instead.
+    return not is_summary_text(hit.text)
+
+
+def _hit_json(hit: SearchHit) -> dict[str, Any]:
+    prefix_name, body = split_speaker(_plain_text(hit.text))
+    speaker = "bot" if hit.role == "assistant" else hit.author_name or prefix_name or "someone"
+    if len(body) > MAX_HIT_CHARS:
+        body = body[: MAX_HIT_CHARS - 1] + "…"
+    date = datetime.fromtimestamp(hit.created_at, UTC).strftime("%Y-%m-%d")
+    return {"speaker": speaker, "date": date, "text": body, "archived": not hit.active}
+
+
+def _plain_text(text: str) -> str:
+    # The store renders list content (text parts, images) as JSON; quote only its text parts.
+    if not text.startswith("[{"):
+        return text
+    try:
+        parts = json.loads(text)
+    except json.JSONDecodeError:
+        return text
+    if not isinstance(parts, list):
+        return text
+    texts = [p["text"] for p in parts if isinstance(p, dict) and isinstance(p.get("text"), str)]
+    return " ".join(texts) if texts else text
+
+
+async def _recall(args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
+    query = args.get("query")
+    if not isinstance(query, str) or not query.strip():
+        raise ToolArgumentError("query must be a non-empty string")
+    kind = args.get("kind")
+    if kind is not None and valid_kind(kind) is None:
+        raise ToolArgumentError(f"kind must be one of: {', '.join(ENTRY_KINDS)}")
+    limit = min(_limit(args.get("limit", DEFAULT_RECALL_LIMIT)), MAX_RECALL_LIMIT)
+    memory = await ctx.store.load_memory(ctx.session_id)
+    entries = recall(memory, search_terms(query), kind=valid_kind(kind), limit=limit)
+    return {"query": query, "entries": entries, "count": len(entries)}
+
+
+async def _remember(args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
+    if not ctx.can_remember:
+        return {"error": "only chat admins can pin facts here"}
+    fact = args.get("fact")
+    if not isinstance(fact, str) or not fact.strip():
+        raise ToolArgumentError("fact must be a non-empty string")
+    fact = fact.strip()
+    if len(fact) > MAX_FACT_CHARS:
+        raise ToolArgumentError(f"fact is longer than {MAX_FACT_CHARS} characters")
+    pin = await ctx.store.add_pin(ctx.chat_key, fact, ctx.author_name or ctx.author_id)
+    return {"pinned": pin.id, "text": pin.text}
+
+
+async def _chat_stats(args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
+    session = await ctx.store.get_session(ctx.session_id)
+    events = await ctx.store.list_compression_events(
+        chat_key=ctx.chat_key, limit=MAX_EVENTS_COUNTED
+    )
+    pins = await ctx.store.list_pins(ctx.chat_key)
+    return {
+        "active_messages": session.active_messages,
+        "active_tokens": session.active_tokens,
+        "compactions": sum(1 for e in events if e.outcome in COMPACTION_OUTCOMES),
+        "pins": len(pins),
+        "archived_messages": await ctx.store.count_archived(ctx.chat_key),
+    }
+
+
+_Handler = Callable[[dict[str, Any], ToolContext], Awaitable[dict[str, Any]]]
+_HANDLERS: dict[str, _Handler] = {
+    SEARCH_HISTORY: _search_history,
+    RECALL: _recall,
+    REMEMBER: _remember,
+    CHAT_STATS: _chat_stats,
+}

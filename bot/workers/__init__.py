@@ -1,0 +1,1 @@
+"""Several workers on PostgreSQL: the durable turn queue, outbox, wake-ups, leadership."""
