@@ -30,7 +30,6 @@ PACED_P50_SECONDS = 0.001
 PACED_P99_SECONDS = 0.010
 OBSERVE_MSGS_PER_SECOND = 5_000
 ANSWERED_MSGS_PER_SECOND = 1_500
-SPREAD_CHATS = 32
 
 
 @dataclass(slots=True)
@@ -39,8 +38,6 @@ class Results:
     observe: dict[int, list[dict[str, Any]]] = field(default_factory=dict)  # none addressed
     peak_mb: dict[int, float] = field(default_factory=dict)
     paced: dict[int, list[dict[str, Any]]] = field(default_factory=dict)
-    # The same loads at SPREAD_CHATS with the threads spread over every CPU (one_cpu off).
-    spread: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
 
 
 async def measure(
@@ -75,31 +72,6 @@ async def measure(
                         paced_seconds=paced_seconds,
                     )
                 )
-    await _spread(results, directory, messages=messages, reps=reps, paced_seconds=paced_seconds)
-
-
-async def _spread(
-    results: Results, directory: Path, *, messages: int, reps: int, paced_seconds: float
-) -> None:
-    """The loads of SPREAD_CHATS again with one_cpu off, each run right after its default
-    twin so that both meet the same moment of the machine."""
-    chats, per_chat = SPREAD_CHATS, max(10, messages // SPREAD_CHATS)
-    for rep in range(reps):
-        for load, every, seconds in (
-            ("answered", ADDRESSED_EVERY, 0.0),
-            ("observe", 0, 0.0),
-            ("paced", ADDRESSED_EVERY, paced_seconds),
-        ):
-            for on_one_cpu in (True, False):
-                run = await _level(
-                    directory / f"spread-{load}-{rep}-{on_one_cpu}",
-                    chats,
-                    0 if seconds else per_chat,
-                    every=every,
-                    paced_seconds=seconds,
-                    on_one_cpu=on_one_cpu,
-                )
-                results.spread.setdefault(f"{load}:{on_one_cpu}", []).append(run)
 
 
 async def _level(
@@ -110,7 +82,6 @@ async def _level(
     trace: bool = False,
     paced_seconds: float = 0.0,
     every: int = ADDRESSED_EVERY,
-    on_one_cpu: bool = True,
 ) -> dict[str, Any]:
     """`chats` chats talking at once through `gateway.handle`.
 
@@ -127,9 +98,10 @@ async def _level(
     pending: list[asyncio.Task[None]] = []
     rng = random.Random(f"pipeline:{chats}:{paced_seconds}")
     people = NAMES[:12]
-    async with running_service(
-        directory, context_length=CONTEXT_TOKENS, llm=llm, on_one_cpu=on_one_cpu
-    ) as (app, _endpoint):
+    async with running_service(directory, context_length=CONTEXT_TOKENS, llm=llm) as (
+        app,
+        _endpoint,
+    ):
         gateway = app.gateway
 
         async def send(c: int, m: int) -> None:
@@ -294,37 +266,7 @@ def render(results: Results, paced_seconds: float) -> list[str]:
             rows,
         )
     )
-    s.add(*_spread_table(results))
     return s.body
-
-
-def _spread_table(results: Results) -> list[str]:
-    """One CPU (the default, storage.one_cpu) against the threads spread over every CPU."""
-    if not results.spread:
-        return []
-    rows = []
-    for label, load in (
-        ("saturated, one in five answered", "answered"),
-        ("saturated, observe mode", "observe"),
-        ("paced", "paced"),
-    ):
-        one, spread_over = results.spread[f"{load}:True"], results.spread[f"{load}:False"]
-        if load != "paced":
-            a = statistics.median(r["messages"] / r["wall"] for r in one)
-            b = statistics.median(r["messages"] / r["wall"] for r in spread_over)
-            rows.append([label, _per_second(a), _per_second(b), f"{a / b:.2f}×"])
-        else:
-            a = statistics.median(statistics.median(r["all"]) for r in one)
-            b = statistics.median(statistics.median(r["all"]) for r in spread_over)
-            rows.append([f"{label}, p50", ms(a), ms(b), f"{b / a:.2f}× faster"])
-    return [
-        "",
-        f"*One CPU or two* ({SPREAD_CHATS} chats, each pair of runs back to back): "
-        "`compactbot run` on SQLite keeps every thread on one CPU (`storage.one_cpu`, "
-        "bot/one_cpu.py); the same loads with the threads spread over both CPUs:",
-        "",
-        *table(["load", "one CPU (default)", "spread over both", "one CPU's gain"], rows),
-    ]
 
 
 def targets(s: Section, results: Results) -> None:

@@ -23,7 +23,6 @@ from aiohttp import web
 from compactbot.bot.app import App
 from compactbot.bot.events import InboundMessage, ReplyTarget
 from compactbot.bot.llm.client import LLMResponse
-from compactbot.bot.one_cpu import one_cpu
 from compactbot.bot.settings.config import Config
 from compactbot.bot.settings.loading import load_config
 
@@ -196,15 +195,12 @@ async def running_service(
     llm: FakeLLM,
     summary_latency_seconds: float = 0.0,
     seed: int = 0,
-    on_one_cpu: bool = True,
     **gateway: Any,
 ) -> AsyncIterator[tuple[App, SummaryEndpoint]]:
-    """The App as `compactbot run` starts it on SQLite: every thread on one CPU unless
-    `on_one_cpu` is off (storage.one_cpu)."""
-    with one_cpu(on_one_cpu):
-        async with summary_endpoint(summary_latency_seconds, seed) as endpoint:
-            config = bench_config(
-                directory, context_length=context_length, endpoint_url=endpoint.base_url, **gateway
-            )
-            async with App(config, llm=llm) as app:
-                yield app, endpoint
+    """The App as `compactbot run` starts it on SQLite."""
+    async with summary_endpoint(summary_latency_seconds, seed) as endpoint:
+        config = bench_config(
+            directory, context_length=context_length, endpoint_url=endpoint.base_url, **gateway
+        )
+        async with App(config, llm=llm) as app:
+            yield app, endpoint

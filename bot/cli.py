@@ -11,14 +11,12 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from compactbot.bot.events import StartupError
-from compactbot.bot.one_cpu import one_cpu
 from compactbot.bot.operators import store_cli
 from compactbot.bot.operators.log_format import log_handler
 from compactbot.bot.operators.log_redaction import config_secrets, install_log_redaction
 from compactbot.bot.settings.config import Config, exit_on_config_error
 from compactbot.bot.settings.dotenv import read_dotenv
 from compactbot.bot.settings.loading import load_config
-from compactbot.bot.store.backends import parse_store_url
 from compactbot.bot.store.base import StoreError
 
 if TYPE_CHECKING:
@@ -146,8 +144,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     )
     configure_logging(config, interactive=quiet)
     try:
-        with one_cpu(_on_one_cpu(command, config)):
-            code = asyncio.run(_dispatch(command, args, config))
+        code = asyncio.run(_dispatch(command, args, config))
     except KeyboardInterrupt:
         code = 0
     except BrokenPipeError:
@@ -161,12 +158,6 @@ def main(argv: Sequence[str] | None = None) -> None:
         print(f"compactbot: could not start: {exc}", file=sys.stderr)
         code = 1
     sys.exit(code)
-
-
-def _on_one_cpu(command: str, config: Config) -> bool:
-    """The SQLite service keeps its threads on one CPU (bot/one_cpu.py) unless told not to."""
-    on_sqlite = parse_store_url(config.storage.database).backend == "sqlite"
-    return command in ("run", "console") and on_sqlite and config.storage.one_cpu
 
 
 async def _dispatch(command: str, args: argparse.Namespace, config: Config) -> int:

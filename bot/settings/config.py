@@ -212,8 +212,6 @@ class DiscordConfig(_Section):
 class StorageConfig(_Section):
     # a path, ":memory:", "sqlite:///path" or "postgresql://user@host/db" (SPEC 4)
     database: Annotated[NonEmpty, AfterValidator(check_database)] = DEFAULT_DB
-    # SQLite: `run` and `console` keep every thread on one CPU (bot/one_cpu.py).
-    one_cpu: bool = True
 
 
 class LoggingConfig(_Section):
