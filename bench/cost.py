@@ -10,9 +10,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from bench.metered_summarizer import ExtractiveLLMSummarizer
 from bench.probes import message_text
 from bench.report import Section, pct, quantile, table
-from bench.summarizers import ExtractiveLLMSummarizer
 from bench.truncation import truncate
 from bench.workloads import Workload, chat_room
 from compactbot.bot.turns.tools import TOOL_SCHEMAS

@@ -10,31 +10,18 @@ failing one raises, so the compressor falls back to its own extractor.
 from __future__ import annotations
 
 import random
+import re
 from collections.abc import Iterable
-from dataclasses import dataclass, field
 
 from bench.planted_items import Planted
 from bench.probes import message_text
 from compactbot.compression import SummaryRequest
-from compactbot.compression.deterministic import deterministic_summary
-from compactbot.compression.template import build_summary_prompt
-from compactbot.compression.tokens import TokenCounter, counter_for
 
 _LINE_KIND = {"rule": "RULE", "preference": "PREFERENCE", "action": "ACTION",
               "decision": "DECISION", "fact": "FACT", "link": "LINK"}  # fmt: skip
 CHATTER_LINES_PER_NOTE = 25
 MAX_NOTES_PER_CALL = 40
 NOTE_WORDS = 12
-
-
-@dataclass(slots=True)
-class SummaryCalls:
-    """What the summarizer was asked and wrote, in tokens, as an LLM would bill it."""
-
-    calls: int = 0
-    input_tokens: int = 0
-    output_tokens: int = 0
-    input_sizes: list[int] = field(default_factory=list)
 
 
 def _speaker_and_text(content: str) -> tuple[str | None, str]:
@@ -51,7 +38,9 @@ class PerfectSummarizer:
 
     def __init__(self, planted: Iterable[Planted]) -> None:
         self._by_text = {p.text: p for p in planted}
-        self.calls = SummaryCalls()
+        # However a turn is framed (a "[Name]" prefix, a structured record), its text is in it.
+        self._any = re.compile("|".join(re.escape(t) for t in sorted(self._by_text, key=len)[::-1]))
+        self.calls = 0
 
     async def summarize(self, request: SummaryRequest) -> str:
         lines: list[str] = []
@@ -61,7 +50,8 @@ class PerfectSummarizer:
             if turn.get("role") != "user":
                 continue
             speaker, text = _speaker_and_text(message_text(turn).strip())
-            found = self._by_text.get(text) or self._by_text.get(message_text(turn).strip())
+            match = self._any.search(text) if self._by_text else None
+            found = self._by_text.get(match[0]) if match else None
             if found is not None:
                 who = speaker or found.speaker
                 lines.append(f"{_LINE_KIND[found.kind]} | - | {who} | {found.text}")
@@ -70,7 +60,7 @@ class PerfectSummarizer:
             if chatter % CHATTER_LINES_PER_NOTE == 0 and len(notes) < MAX_NOTES_PER_CALL:
                 words = " ".join(text.split()[:NOTE_WORDS])
                 notes.append(f"NOTE | - | {speaker or '-'} | {words}")
-        self.calls.calls += 1
+        self.calls += 1
         return "\n".join(self.degrade(lines) + notes) or "NOTE | - | - | Chatter only."
 
     def degrade(self, lines: list[str]) -> list[str]:
@@ -98,32 +88,8 @@ class FailingSummarizer:
     name = "failing"
 
     def __init__(self) -> None:
-        self.calls = SummaryCalls()
+        self.calls = 0
 
     async def summarize(self, request: SummaryRequest) -> str:
-        self.calls.calls += 1
+        self.calls += 1
         raise RuntimeError("scripted summarizer failure")
-
-
-class ExtractiveLLMSummarizer:
-    """Writes the built-in deterministic summary but is metered as an LLM call: the input is
-    the real summary prompt, the output that summary. A cost proxy of realistic size."""
-
-    name = "llm-sized"
-
-    def __init__(self) -> None:
-        self.calls = SummaryCalls()
-
-    async def summarize(self, request: SummaryRequest) -> str:
-        body = deterministic_summary(request, unavailable=False)
-        meter(self.calls, request, body)
-        return body
-
-
-def meter(calls: SummaryCalls, request: SummaryRequest, body: str) -> None:
-    counter: TokenCounter = counter_for(None)
-    prompt = counter.count_message({"role": "user", "content": build_summary_prompt(request)})
-    calls.calls += 1
-    calls.input_tokens += prompt
-    calls.output_tokens += counter.count_text(body)
-    calls.input_sizes.append(prompt)
