@@ -129,6 +129,7 @@ def render(results: Results) -> Section:
     )
     for window in WINDOWS:
         s.add(*_window_table(results, window))
+    s.add(*_verbatim(results))
     s.add(*_by_kind(results))
     s.add(*_by_style(results))
     s.add(*_big_memory(results))
@@ -157,6 +158,22 @@ def _window_table(results: Results, window: int) -> list[str]:
         "rounds (– where a strategy has no memory).",
         "",
         *table(["strategy", *(f"k={k}" for k in SHOWN_K), "round outcomes"], rows),
+    ]
+
+
+def _verbatim(results: Results) -> list[str]:
+    """How often an item found in the context was still a kept message, not only summarised."""
+    ours = [r for runs in results.runs.values() for r in runs if r.strategy in OURS]
+    first = [key for r in ours for key in r.seen if key[1] == 1]
+    later = [key for r in ours for key in r.seen if key[1] >= 2]
+    first_raw = sum(1 for r in ours for key in r.verbatim if key[1] == 1)
+    later_raw = sum(1 for r in ours for key in r.verbatim if key[1] >= 2)
+    return [
+        "Observations of our strategies where the item was still verbatim in the kept tail "
+        f"rather than only in the rendered summary: {first_raw} of {len(first)} at k = 1, "
+        f"{later_raw} of {len(later)} at k ≥ 2 (so from k = 2 on, what counts as the context "
+        "is the rendered summary).",
+        "",
     ]
 
 

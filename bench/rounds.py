@@ -67,6 +67,9 @@ class RoundsRun:
     rounds: list[Round] = field(default_factory=list)
     # (item id, k) -> (in the context, found by recall; None without a memory)
     seen: dict[tuple[str, int], tuple[bool, bool | None]] = field(default_factory=dict)
+    # (item id, k) observations where the item was still verbatim in the kept rows, not only
+    # in the rendered summary
+    verbatim: set[tuple[str, int]] = field(default_factory=set)
     kinds: dict[str, str] = field(default_factory=dict)  # item id -> kind
 
 
@@ -220,6 +223,7 @@ def _probe(
     memory: Memory | None,
 ) -> None:
     context = Context.of([r.message for r in rows])
+    kept = Context.of([r.message for r in rows[1:] if r.kind != "summary"])
     done = len(run.rounds)
     for item in planted:
         if item.id not in born:
@@ -227,3 +231,5 @@ def _probe(
         k = done - born[item.id]
         found = via_recall(item, memory) if memory is not None else None
         run.seen[(item.id, k)] = (in_context(item, context), found)
+        if in_context(item, kept):
+            run.verbatim.add((item.id, k))
