@@ -4,18 +4,19 @@ stability (anchors C3, C4). Our pipeline against no compression and plain trunca
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from bench.drive import Clock, request_key, truncate
+from bench.metered_summarizer import ExtractiveLLMSummarizer
+from bench.probes import message_text
 from bench.report import Section, pct, quantile, table
-from bench.summarizers import ExtractiveLLMSummarizer
+from bench.truncation import truncate
 from bench.workloads import Workload, chat_room
 from compactbot.bot.turns.tools import TOOL_SCHEMAS
-from compactbot.compression import CompressorConfig, ContextCompressor
-from compactbot.compression.messages import role_of
+from compactbot.compression import SUMMARY_PREFIX, CompressorConfig, ContextCompressor
 from compactbot.compression.tokens import counter_for
 
 CHAT_MESSAGES = 5_000
@@ -51,11 +52,33 @@ class Ledger:
         return self.summary_in + self.summary_out
 
 
+@dataclass(slots=True)
+class Clock:
+    now: float
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def request_key(messages: Sequence[Mapping[str, Any]]) -> list[str]:
+    """Each message serialised canonically, for byte-prefix comparisons of requests."""
+    return [json.dumps(m, sort_keys=True, ensure_ascii=False) for m in messages]
+
+
+def kinds_of(transcript: Sequence[Mapping[str, Any]]) -> list[str]:
+    """The stored kind of each row: the summaries are the rows a compaction wrote (no member's
+    text in these rooms carries the prefix)."""
+    return [
+        "summary" if m.get("role") != "system" and SUMMARY_PREFIX in message_text(m) else "message"
+        for m in transcript
+    ]
+
+
 def long_chat(total: int, seed: int = SEED) -> Workload:
     """A 12-person room cut to `total` messages after the system prompt, ending on a whole turn."""
-    room = chat_room(ROOM_PEOPLE, int(total * 0.9), seed, plant=False, bot_every=10)
+    room = chat_room(ROOM_PEOPLE, int(total * 0.9), seed, bot_every=10)
     messages = list(room.messages[: total + 1])
-    while messages and (role_of(messages[-1]) == "tool" or messages[-1].get("tool_calls")):
+    while messages and (messages[-1].get("role") == "tool" or messages[-1].get("tool_calls")):
         messages.pop()
     n = len(messages)
     return Workload(
@@ -75,8 +98,8 @@ def request_points(workload: Workload) -> list[int]:
     points = []
     for i, message in enumerate(messages):
         if i in turns or (
-            role_of(message) == "tool"
-            and (i + 1 == len(messages) or role_of(messages[i + 1]) != "tool")
+            message.get("role") == "tool"
+            and (i + 1 == len(messages) or messages[i + 1].get("role") != "tool")
         ):
             points.append(i)
     return points
@@ -106,7 +129,7 @@ async def simulate(workload: Workload, strategy: str, window: int, budget: int =
         if i not in points:
             continue
         if strategy == "ours" and compressor.should_compress(tokens + tools):
-            result = await compressor.compress(transcript)
+            result = await compressor.compress(transcript, kinds=kinds_of(transcript))
             if result.outcome in ("compressed", "fallback"):
                 transcript = [dict(m) for m in result.messages]
                 keys = request_key(transcript)

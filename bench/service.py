@@ -12,7 +12,7 @@ import contextlib
 import random
 import socket
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -192,9 +192,10 @@ async def running_service(
     directory: Path,
     *,
     context_length: int,
-    llm: FakeLLM,
+    llm: Any,
     summary_latency_seconds: float = 0.0,
     seed: int = 0,
+    clock: Callable[[], float] = time.time,
     **gateway: Any,
 ) -> AsyncIterator[tuple[App, SummaryEndpoint]]:
     """The App as `compactbot run` starts it on SQLite."""
@@ -202,5 +203,5 @@ async def running_service(
         config = bench_config(
             directory, context_length=context_length, endpoint_url=endpoint.base_url, **gateway
         )
-        async with App(config, llm=llm) as app:
+        async with App(config, llm=llm, clock=clock) as app:
             yield app, endpoint

@@ -1,6 +1,6 @@
-"""How long the machinery takes without the LLM (anchors C5, C6; issue 17): compress() against
-Hermes' on the same chat, an answered turn's own cost, the hygiene check, token counting, the
-store, and the whole gateway pipeline under concurrency.
+"""How long the machinery takes without the LLM (anchors C5, C6; issues 17 and 37): compress()
+against Hermes' on the same chat with the event-loop stall, an answered turn's own cost, the
+hygiene check, token counting and the store.
 """
 
 from __future__ import annotations
@@ -16,75 +16,49 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from bench import compress_speed, pipeline, turn_cost
-from bench.compress_speed import StubSummarizer
-from bench.hermes_chat import hermes_chat
+from bench import compress_speed, turn_cost
+from bench.compress_child import StubSummarizer
+from bench.hermes_chat import SIZES, hermes_chat, reference
 from bench.report import Section, ms, quantile, spread, table
 from bench.workloads import stress_session
+from compactbot.bot.store import SqliteStore
 from compactbot.bot.store.base import NewMessage
-from compactbot.bot.store.sqlite import SqliteStore
-from compactbot.compression import CompressorConfig, ContextCompressor
-from compactbot.compression.hygiene import hygiene_reason
-from compactbot.compression.message_hints import message_hints
+from compactbot.compression import CompressorConfig, ContextCompressor, hygiene_reason
 from compactbot.compression.tokens import TokenCounter, counter_for
 
 HYGIENE_SIZES = (100, 5_000, 50_000)
 WINDOW_TOKENS = 128_000  # the default window when the endpoint does not report one
-PROFILE_SIZE = 50_000
-# The phases of compress() worth naming, as module.function of compression/.
-PROFILED = (
-    "compressor._plan",
-    "handoff.take_handoffs",
-    "boundaries.plan_boundaries",
-    "prune.prune_tracked",
-    "summary_step.summarise",
-    "summary_chunks.summary_view",
-    "extract.extract_update",
-    "summary_input.derive_focus",
-    "redact.redact",
-    "assemble.assemble",
-    "message_counts.assembled_total",
-    "tokens.count_message",
-)
+PROFILE_ROWS = 12  # compression/ functions shown, by cumulative time
 
 
 @dataclass(frozen=True, slots=True)
 class Plan:
     compress_processes: int  # fresh processes per size and mode
+    compress_sizes: tuple[int, ...]
     turns: int  # answered turns per transcript size
     hygiene_batches: int  # repetitions, interleaved across session sizes
     hygiene_calls: int  # per batch
     append_single: int
     archive_reps: int
-    pipeline_messages: int  # per concurrency level, spread over the chats
-    pipeline_reps: int
-    paced_seconds: float
-    paced_reps: int
 
 
 FULL = Plan(
     compress_processes=5,
+    compress_sizes=SIZES,
     turns=200,
     hygiene_batches=5,
     hygiene_calls=600,
     append_single=2_000,
     archive_reps=5,
-    pipeline_messages=1_600,
-    pipeline_reps=3,
-    paced_seconds=6.0,
-    paced_reps=2,
 )
 QUICK = Plan(
-    compress_processes=3,
+    compress_processes=2,
+    compress_sizes=SIZES[:2],
     turns=40,
     hygiene_batches=2,
     hygiene_calls=250,
     append_single=300,
     archive_reps=2,
-    pipeline_messages=400,
-    pipeline_reps=1,
-    paced_seconds=3.0,
-    paced_reps=1,
 )
 
 
@@ -101,48 +75,44 @@ class Results:
     append_batch: float = 0.0
     archive: list[float] = field(default_factory=list)
     archive_rows: int = 0
-    pipeline: pipeline.Results = field(default_factory=pipeline.Results)
 
 
 async def run(quick: bool = False) -> tuple[Section, Results]:
     plan = QUICK if quick else FULL
     started = time.perf_counter()
     results = Results()
-    await asyncio.to_thread(compress_speed.measure, results.compress, reps=plan.compress_processes)
-    await _profile(results)
+    if reference() is not None:
+        await asyncio.to_thread(
+            compress_speed.measure,
+            results.compress,
+            reps=plan.compress_processes,
+            sizes=plan.compress_sizes,
+        )
+        await _profile(results)
     sessions = {n: stress_session(n) for n in HYGIENE_SIZES}
     _counting(results, sessions[max(sessions)])
-    with tempfile.TemporaryDirectory(prefix="bench-turns-") as tmp:
-        await turn_cost.measure(results.turns, Path(tmp), turns=plan.turns)
+    if reference() is not None:
+        with tempfile.TemporaryDirectory(prefix="bench-turns-") as tmp:
+            await turn_cost.measure(results.turns, Path(tmp), turns=plan.turns)
     with tempfile.TemporaryDirectory(prefix="bench-store-") as tmp:
         await _hygiene(results, sessions, plan, Path(tmp))
         await _store(results, sessions[5_000], plan, Path(tmp))
-    with tempfile.TemporaryDirectory(prefix="bench-pipeline-") as tmp:
-        await pipeline.measure(
-            results.pipeline,
-            Path(tmp),
-            messages=plan.pipeline_messages,
-            reps=plan.pipeline_reps,
-            paced_seconds=plan.paced_seconds,
-            paced_reps=plan.paced_reps,
-        )
     section = render(results, plan)
     section.seconds = time.perf_counter() - started
     return section, results
 
 
 async def _profile(results: Results) -> None:
-    """Where one compress() (stub summarizer, stored counts and hints) spends its time, by
-    compression/ function (cProfile inflates the total, the shares are what matter)."""
-    messages = hermes_chat(PROFILE_SIZE)
-    counter = TokenCounter(None, cache_entries=0)
+    """Where one compress() (stub summarizer, stored counts) spends its time: the compression/
+    functions with the largest cumulative time (cProfile inflates the total; shares matter)."""
+    messages = hermes_chat(max(results.compress.sizes))
+    counter = counter_for(None)
     counts = [counter.count_message(m) for m in messages]
-    hints = [message_hints(m) for m in messages]
     config = CompressorConfig(context_length=compress_speed.WINDOW_TOKENS)
     compressor = ContextCompressor(config, StubSummarizer())
     profiler = cProfile.Profile()
     profiler.enable()
-    await compressor.compress(messages, token_counts=counts, hints=hints)
+    await compressor.compress(messages, token_counts=counts)
     profiler.disable()
     stats = pstats.Stats(profiler).stats  # type: ignore[attr-defined]
     rows = []
@@ -153,10 +123,9 @@ async def _profile(results: Results) -> None:
         if (module, function) == ("compressor", "compress"):
             results.profile_total = cumulative
             continue
-        if f"{module}.{function}" in PROFILED:
-            rows.append((f"{module}.{function}", calls, cumulative))
-    rows.sort(key=lambda row: PROFILED.index(row[0]))
-    results.profile = rows
+        rows.append((f"{module}.{function}", calls, cumulative))
+    rows.sort(key=lambda row: row[2], reverse=True)
+    results.profile = rows[:PROFILE_ROWS]
     results.profile_size = len(messages)
 
 
@@ -235,14 +204,17 @@ async def _store(results: Results, messages: Sequence[dict], plan: Plan, directo
 
 def render(results: Results, plan: Plan) -> Section:
     s = Section("Speed without the LLM")
+    if reference() is None:
+        s.add("`reference/hermes_speed_chat.py` is not in the shared folder: compress() and "
+              "turn timings skipped.", "")  # fmt: skip
+        s.target("compress() timed on the Hermes chat", "present", "reference not found", False)
     s.add(*compress_speed.render(results.compress).body)
     if results.profile:
         s.add(
             f"Where one `compress()` of {results.profile_size:,} messages "
-            "(stub, stored counts and hints) spends its time "
-            f"(cProfile, {ms(results.profile_total)} under the profiler; cumulative time, so "
-            "`_plan` and `summarise` include the rows below them, and `count_message` is every "
-            "token count anywhere in the call):",
+            "(stub, stored counts) spends its time: the compression/ functions with the largest "
+            f"cumulative time (cProfile, {ms(results.profile_total)} under the profiler; "
+            "cumulative, so a caller includes the rows it calls):",
             "",
             *table(
                 ["function (compression/)", "calls", "cumulative", "share"],
@@ -303,7 +275,6 @@ def render(results: Results, plan: Plan) -> Section:
         )
     )
     s.add(*turn_cost.render(results.turns))
-    s.add(*pipeline.render(results.pipeline, plan.paced_seconds))
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     s.add(f"Process peak RSS after the speed runs: {rss:,.0f} MB (includes the loaded corpus).", "")
     _targets(s, results)
@@ -327,7 +298,6 @@ def _targets(s: Section, results: Results) -> None:
         worst[0] <= 0.0001,
         _by(worst[0], 0.0001),
     )
-    pipeline.targets(s, results.pipeline)
 
 
 def _by(value: float, limit: float) -> str:

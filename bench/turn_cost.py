@@ -18,8 +18,8 @@ from bench.hermes_chat import hermes_chat
 from bench.report import Section, loglog_slope, ms, quantile, table
 from compactbot.bot.compaction.session_compactor import SessionCompactor
 from compactbot.bot.llm.client import LLMResponse
+from compactbot.bot.store import SqliteStore
 from compactbot.bot.store.base import NewMessage
-from compactbot.bot.store.sqlite import SqliteStore
 from compactbot.bot.turns.runner import AgentRunner, TurnRequest
 from compactbot.bot.turns.working_set import WorkingSet
 from compactbot.compression import CompressorConfig

@@ -1,5 +1,5 @@
-"""Seeded group-chat workloads: rooms whose members talk over the chitchat corpus, with planted
-items whose survival the quality benchmark probes, the bot's answers and tool rounds, plus large
+"""Seeded group-chat workloads: rooms whose members talk over the chitchat corpus, with the
+bot's answers and tool rounds (bench/planted_items.py plants items into them), plus large
 synthetic stress sessions.
 """
 
@@ -12,7 +12,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from bench.chitchat import Human, human_stream
-from bench.planted_items import LABELS, OTHER_LABEL, PlannedItem, Planted, plan_items
 
 # A session's first message: a stable system prompt like the bot's own.
 SYSTEM_PROMPT = (
@@ -41,8 +40,6 @@ class Workload:
     people: tuple[str, ...]
     messages: tuple[dict[str, Any], ...]  # OpenAI format; [0] is the system prompt
     times: tuple[float, ...]  # epoch seconds per message
-    planted: tuple[Planted, ...] = ()
-    pins: tuple[str, ...] = ()
     # Indices of user messages that address the bot: the turns where a request is sent.
     turns: tuple[int, ...] = ()
     seed: int = 0
@@ -56,94 +53,31 @@ def chat_room(
     messages: int,
     seed: int,
     *,
-    per_kind: int = 6,
-    plant: bool = True,
     bot_every: int = 10,
     tool_rate: float = 0.25,
     tool_output_chars: tuple[int, int] = (500, 8_000),
-    labels: bool = False,
-    early_share: float = 0.40,
 ) -> Workload:
     """A room of `people` members; about `messages` messages after the system prompt.
 
     Every ~`bot_every`-th human message addresses the bot, which answers (a `tool_rate` share
-    of answers first calls a tool whose large output goes into the transcript). `labels`
-    starts every planted line with "FACT:", "RULE:" or "Note:"; `early_share` is how far into
-    the room most items are planted.
+    of answers first calls a tool whose large output goes into the transcript).
     """
     rng = random.Random(f"room:{people}:{messages}:{seed}")
     names = tuple(rng.sample(NAMES, people))
     humans = human_stream(rng, names, messages)
-    plans = plan_items(rng, names, per_kind, len(humans), early_share) if plant else []
-    for plan in plans if labels else []:
-        plan.text = f"{LABELS.get(plan.kind, OTHER_LABEL)} {plan.text}"
-    by_slot: dict[int, list[PlannedItem]] = {}
-    for plan in plans:
-        by_slot.setdefault(min(plan.slot, len(humans) - 1), []).append(plan)
-
     out: list[dict[str, Any]] = [{"role": "system", "content": SYSTEM_PROMPT}]
     times: list[float] = [humans[0].time - 1.0]
     turns: list[int] = []
-    placed: dict[int, tuple[int, str]] = {}  # id(plan) -> (index, speaker)
-    planted: list[Planted] = []
-    pins: list[str] = []
     calls = 0
-    for slot, human in enumerate(humans):
-        queue = by_slot.get(slot, [])
-        texts = [(p, p.text) for p in queue] or [(None, _decorate(human, rng))]
-        for plan, text in texts:
-            speaker = human.speaker
-            if plan is not None and plan.owner == speaker:
-                speaker = human.partner  # someone else assigns the action item
-            out.append({"role": "user", "content": f"[{speaker}] {text}"})
-            times.append(human.time)
-            index = len(out) - 1
-            if plan is not None:
-                placed[id(plan)] = (index, speaker)
-                if plan.kind != "update_v1":
-                    planted.append(_planted(plan, index, speaker, placed, len(planted)))
-                if plan.pinned:
-                    pins.append(plan.text)
-        if plant and not queue and rng.random() < 1 / bot_every:
+    for human in humans:
+        out.append({"role": "user", "content": f"[{human.speaker}] {_decorate(human, rng)}"})
+        times.append(human.time)
+        if rng.random() < 1 / bot_every:
             question = _bot_question(human, rng)
             out[-1] = {"role": "user", "content": f"[{human.speaker}] {question}"}
             turns.append(len(out) - 1)
             calls = _bot_answer(out, times, human, rng, tool_rate, tool_output_chars, calls)
-        elif not plant and rng.random() < 1 / bot_every:
-            out[-1] = {"role": "user", "content": f"[{human.speaker}] @{BOT_NAME} {human.text}"}
-            turns.append(len(out) - 1)
-            calls = _bot_answer(out, times, human, rng, tool_rate, tool_output_chars, calls)
-    name = (
-        f"room{people}-s{seed}"
-        + ("-labels" if labels else "")
-        + (f"-early{int(early_share * 100)}" if early_share != 0.40 else "")
-    )
-    return Workload(
-        name, names, tuple(out), tuple(times), tuple(planted), tuple(pins), tuple(turns), seed
-    )
-
-
-def _planted(
-    plan: PlannedItem, index: int, speaker: str, placed: dict[int, tuple[int, str]], serial: int
-) -> Planted:
-    stale_index = None
-    stale_value = None
-    if plan.v1 is not None:
-        stale_index = placed.get(id(plan.v1), (None, ""))[0]
-        stale_value = plan.v1.value
-    return Planted(
-        id=f"{plan.kind}-{serial}",
-        kind=plan.kind,
-        index=index,
-        speaker=speaker,
-        text=plan.text,
-        value=plan.value,
-        together=plan.together,
-        needs_speaker=plan.needs_speaker,
-        stale_value=stale_value,
-        stale_index=stale_index,
-        pinned=plan.pinned,
-    )
+    return Workload(f"room{people}-s{seed}", names, tuple(out), tuple(times), tuple(turns), seed)
 
 
 def _decorate(human: Human, rng: random.Random) -> str:
@@ -238,7 +172,7 @@ def _tool_output(rng: random.Random, size: int) -> str:
 
 def stress_session(messages: int, seed: int = 7) -> list[dict[str, Any]]:
     """A long unplanted session (12-person room, tool calls included) for speed runs."""
-    room = chat_room(12, messages, seed, plant=False, tool_rate=0.2, tool_output_chars=(300, 3_000))
+    room = chat_room(12, messages, seed, tool_rate=0.2, tool_output_chars=(300, 3_000))
     out = [dict(m) for m in room.messages[: messages + 1]]
     # A cut through a tool round would leave calls without results; end on a whole turn.
     while out and (out[-1]["role"] == "tool" or out[-1].get("tool_calls")):
