@@ -12,7 +12,7 @@ from compactbot.bot.operators.console.sessions import Viewer
 DEPS_KEY = web.AppKey("console_deps", ConsoleDeps)
 PAGES_KEY = web.AppKey("console_pages", Pages)
 STATIC_KEY = web.AppKey("console_static", dict)
-VIEWER_KEY = "console_viewer"
+VIEWER_KEY = web.RequestKey("console_viewer", Viewer)
 
 
 def deps_of(request: web.Request) -> ConsoleDeps:

@@ -55,7 +55,8 @@ async def security_headers(request: web.Request, handler: Handler) -> web.Stream
     try:
         response = await handler(request)
     except web.HTTPException as exc:
-        response = exc
+        exc.headers.update(SECURITY_HEADERS)
+        raise
     except ChatNotFound:
         response = refusal(request, 404, "There is no such chat.")
     except EntryNotFound:
