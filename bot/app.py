@@ -21,7 +21,7 @@ from compactbot.bot.llm.client import LLMClient
 from compactbot.bot.llm.offline_model import OfflineModel
 from compactbot.bot.llm.stream import StreamingChatClient
 from compactbot.bot.llm.timing import TimedSummarizer, timed
-from compactbot.bot.operators.console.assembly import console_for
+from compactbot.bot.operators.console.assembly import Doctor, console_for
 from compactbot.bot.operators.endpoint import OperatorEndpoint
 from compactbot.bot.operators.health import QueueProbe, Readiness, StoreProbe
 from compactbot.bot.operators.metrics import Metrics, QueueSample
@@ -148,9 +148,10 @@ class App:
             database_path(config),
         )
 
-    async def start_operator_endpoint(self) -> None:
+    async def start_operator_endpoint(self, *, doctor: Doctor | None = None) -> None:
         """Serve /metrics, /healthz and /readyz when COMPACTBOT_METRICS_LISTEN is set, and the
-        web console when it is enabled (on 127.0.0.1 unless told otherwise)."""
+        web console when it is enabled (on 127.0.0.1 unless told otherwise); `doctor` runs
+        `compactbot doctor`'s checks for the console's health page."""
         listen = self.config.operator_listen
         if listen is None or self._endpoint is not None:
             return
@@ -158,7 +159,7 @@ class App:
         console = None
         if self.config.console.enabled:
             console = await console_for(
-                self.services, self.readiness, self.model, self.gateway.settings_changed
+                self.services, self.readiness, self.model, self.gateway.settings_changed, doctor
             )
         endpoint = OperatorEndpoint(
             host.strip("[]"), int(port), self.metrics, self.readiness, console=console

@@ -7,14 +7,11 @@ private chat, as a Discord ephemeral reply, or in a Telegram private message; ne
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING
 
-from compactbot.bot.events import DeliveryError, ReplyTarget
+from compactbot.bot.events import Adapter, DeliveryError, InboundMessage, ReplyTarget
 from compactbot.bot.operators.console.links import issue_link
+from compactbot.bot.services import Services
 from compactbot.bot.store.console_records import AuditEntry, ConsoleRecords
-
-if TYPE_CHECKING:
-    from compactbot.bot.commands.router import CommandContext
 
 log = logging.getLogger(__name__)
 
@@ -30,9 +27,9 @@ NO_PRIVATE_CHAT = (
 )
 
 
-async def console_link(args: str, ctx: CommandContext) -> list[str]:
-    services = ctx.host.services
-    store, config, message = services.store, services.config, ctx.message
+async def console_link(services: Services, message: InboundMessage, adapter: Adapter) -> list[str]:
+    """The replies to `/console` in the chat (the link itself goes where only the asker sees)."""
+    store, config = services.store, services.config
     if not config.console.enabled or not isinstance(store, ConsoleRecords):
         return [NOT_ENABLED]
     private_here = (
@@ -51,7 +48,7 @@ async def console_link(args: str, ctx: CommandContext) -> list[str]:
     if private_here:
         return [text]
     try:
-        await ctx.adapter.send(ReplyTarget(message.platform, message.author_id), text)
+        await adapter.send(ReplyTarget(message.platform, message.author_id), text)
     except DeliveryError:
         log.info("console link not deliverable privately (chat=%s)", message.chat_key)
         return [NO_PRIVATE_CHAT]

@@ -298,6 +298,10 @@ async def _summary(args: str, ctx: CommandContext) -> list[str]:
     return [digest]
 
 
+async def _console(args: str, ctx: CommandContext) -> list[str]:
+    return await console_link(ctx.host.services, ctx.message, ctx.adapter)
+
+
 async def _remember_in_transcript(ctx: CommandContext, command: str, ack: str) -> None:
     services = ctx.host.services
     message = ctx.message
@@ -362,7 +366,7 @@ ADMIN_COMMANDS = CommandRouter(
         "reset": _new,
         "pin": _pin,
         "unpin": _unpin,
-        "console": console_link,
+        "console": _console,
     },
     filter=is_chat_admin,
 )

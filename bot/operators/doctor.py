@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import sys
-from collections.abc import Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from importlib.metadata import entry_points
 from typing import TextIO
 
@@ -55,6 +55,15 @@ async def run_doctor(
     problems = sum(f.status == "fix" for f in findings)
     print(f"{problems} problem(s) found" if problems else "all is well", file=out)
     return PROBLEM_EXIT_STATUS if problems else 0
+
+
+def doctor_for(config: Config) -> Callable[[], Awaitable[list[Finding]]]:
+    """The checks without --live, for the web console's health page."""
+
+    async def run() -> list[Finding]:
+        return await collect_findings(config)
+
+    return run
 
 
 async def collect_findings(

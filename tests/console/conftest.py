@@ -20,6 +20,7 @@ import pytest
 
 from compactbot.bot.app import App
 from compactbot.bot.llm.offline_model import OfflineModel
+from compactbot.bot.operators.doctor import doctor_for
 from tests.console.seed import SeededChat, seed_chat
 from tests.fakes.fixtures import free_port  # noqa: F401  (pytest fixture)
 from tests.harness import RecordingAdapter, group_message, make_config
@@ -101,7 +102,7 @@ async def console(tmp_path: Path, free_port: int) -> AsyncIterator[Console]:  # 
         b = await seed_chat(
             store, CHAT_B, title="Design guild", platform="telegram", start=now - 7200
         )
-        await app.start_operator_endpoint()
+        await app.start_operator_endpoint(doctor=doctor_for(app.config))
         yield Console(app, f"http://127.0.0.1:{free_port}", a, b, RecordingAdapter("telegram"))
 
 

@@ -10,11 +10,14 @@ from compactbot.bot.operators.console.auth import OperatorTokens
 from compactbot.bot.operators.console.deps import ConsoleDeps, ModelFacts
 from compactbot.bot.operators.console.sessions import SignIn
 from compactbot.bot.operators.console.web import console_app
-from compactbot.bot.operators.doctor_report import Finding
+from compactbot.bot.operators.doctor_report import Finding, skip
 from compactbot.bot.operators.health import Readiness
 from compactbot.bot.services import Services
 from compactbot.bot.store.base import StoreError
 from compactbot.bot.store.console_records import ConsoleRecords
+
+# `compactbot doctor`'s checks; the composition root hands them in (they import bot.app).
+Doctor = Callable[[], Awaitable[list[Finding]]]
 
 
 class ConsoleUnavailable(StoreError):
@@ -26,18 +29,12 @@ async def console_for(
     readiness: Readiness,
     model: ModelFacts,
     settings_changed: Callable[[str], Awaitable[None]],
+    doctor: Doctor | None,
 ) -> web.Application:
     store = services.store
     if not isinstance(store, ConsoleRecords):
         raise ConsoleUnavailable(f"{type(store).__name__} keeps no console sessions or audit log")
     config = services.config
-
-    async def doctor() -> list[Finding]:
-        # Imported here: the doctor's model check imports bot.app, which imports this module.
-        from compactbot.bot.operators.doctor import collect_findings
-
-        return await collect_findings(config)
-
     sign_in = SignIn(
         store, store, OperatorTokens.from_config(config.console), config.console, services.clock
     )
@@ -48,7 +45,11 @@ async def console_for(
         readiness=readiness,
         model=model,
         settings_changed=settings_changed,
-        doctor=doctor,
+        doctor=doctor or _no_doctor,
         trusted_proxies=frozenset(config.console.trusted_proxies),
     )
     return await console_app(deps)
+
+
+async def _no_doctor() -> list[Finding]:
+    return [skip("doctor", "not available in this process")]
