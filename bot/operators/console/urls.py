@@ -10,9 +10,9 @@ LINK_PATH = f"{PREFIX}/link"
 STATIC_CSS = f"{PREFIX}/static/console.css"
 
 
-def chat_url(chat_key: str, page: str = "", **query: object) -> str:
-    """`/console/chat/<key>[/page][?query]`; the key is quoted whole (it holds colons)."""
-    path = f"{PREFIX}/chat/{quote(chat_key, safe='')}" + (f"/{page}" if page else "")
+def chat_url(chat_key: str, view: str = "", **query: object) -> str:
+    """`/console/chat/<key>[/view][?query]`; the key is quoted whole (it holds colons)."""
+    path = f"{PREFIX}/chat/{quote(chat_key, safe='')}" + (f"/{view}" if view else "")
     return with_query(path, **query)
 
 
