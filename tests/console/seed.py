@@ -7,13 +7,15 @@ row, memory and event), so the console reads exactly what a running bot leaves b
 from __future__ import annotations
 
 import datetime as dt
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from compactbot.bot.store.base import CompressionEvent, NewMessage, Store
 from compactbot.compression import SUMMARY_END_MARKER, SUMMARY_PREFIX
 from compactbot.compression.memory import ENTRY_KINDS, Memory, MemoryEntry
+from compactbot.compression.state import CompressorState
 
 APPEND_BATCH = 1000
+MESSAGE_SPACING_SECONDS = 30
 LIVE_TAIL = 12
 
 # A short real-looking conversation: the source of the named memory entries below.
@@ -61,6 +63,10 @@ def _summary_text(memory: Memory) -> str:
     )
 
 
+def _one_more_compaction(state: CompressorState) -> CompressorState:
+    return replace(state, compression_count=state.compression_count + 1)
+
+
 async def seed_chat(
     store: Store,
     key: str,
@@ -72,9 +78,11 @@ async def seed_chat(
     extra_entries: int = 0,
     usage_days: int = 14,
 ) -> SeededChat:
-    """A chat with the talk above and `filler_messages` more, compacted once (all but a live
-    tail archived), memory with the named entries plus `extra_entries`, pins, events, usage."""
+    """A chat with the talk above and `filler_messages` more, compacted once at `start` (all but
+    a live tail archived), memory with the named entries plus `extra_entries`, pins, events and
+    `usage_days` of usage."""
     await store.upsert_chat(key, platform, title=title)
+    first = start - (len(TALK) + filler_messages) * MESSAGE_SPACING_SECONDS
     session = await store.active_session(key)
     rows = [
         NewMessage(
@@ -83,7 +91,7 @@ async def seed_chat(
             12,
             author_id=uid,
             author_name=name,
-            created_at=start + i * 60,
+            created_at=first + i * MESSAGE_SPACING_SECONDS,
         )
         for i, (uid, name, text) in enumerate(TALK)
     ]
@@ -97,7 +105,7 @@ async def seed_chat(
                 14,
                 author_id=uid,
                 author_name=name,
-                created_at=start + (len(TALK) + i) * 60,
+                created_at=first + (len(TALK) + i) * MESSAGE_SPACING_SECONDS,
             )
         )
     ids: list[int] = []
@@ -130,16 +138,14 @@ async def seed_chat(
         )
     memory = Memory(tuple(entries))
     archived = ids[: len(ids) - LIVE_TAIL]
-    summary = NewMessage(
-        "user", _summary_text(memory), 180, kind="summary", created_at=start + len(rows) * 60
-    )
+    summary = NewMessage("user", _summary_text(memory), 180, kind="summary", created_at=start)
     before = sum(r.tokens for r in rows)
     event = CompressionEvent(
         key,
         session.id,
         "hygiene",
-        start + len(rows) * 60,
-        start + len(rows) * 60 + 4.2,
+        start - 4.2,
+        start,
         "compressed",
         len(rows),
         LIVE_TAIL + 1,
@@ -148,7 +154,7 @@ async def seed_chat(
         180,
     )
     commit = await store.archive_and_compact(
-        session, [summary], archived[-1], memory=memory, event=event
+        session, [summary], archived[-1], memory=memory, event=event, state=_one_more_compaction
     )
     assert commit is not None, "the seed compaction lost its commit"
     await store.record_compression_event(

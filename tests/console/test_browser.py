@@ -69,7 +69,7 @@ async def test_memory_entry_links_to_its_archived_source_messages(
     page = await _operator_page(console, browser)
     await page.goto(console.url(chat_url(CHAT_A, "memory")))
     row = page.get_by_role("row").filter(has_text="Never deploy on Fridays.")
-    await row.get_by_role("link", name="1 messages").click()
+    await row.get_by_role("link", name="messages: 1").click()
     shown = await page.locator("ol.messages").inner_text()
     assert "[Alice] Morning all. Reminder: we never deploy on Fridays." in shown
     assert "archived" in shown

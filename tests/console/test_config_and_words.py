@@ -10,6 +10,7 @@ import pytest
 
 from compactbot.bot.operators.console.catalog import CHINESE_TEXTS
 from compactbot.bot.operators.console.i18n import translator
+from compactbot.bot.operators.console.views.usage import PURPOSE_LABELS
 from compactbot.bot.operators.log_redaction import config_secrets
 from compactbot.bot.settings.config import DEFAULT_CONSOLE_LISTEN, ConfigError
 from compactbot.bot.settings.loading import load_config
@@ -18,7 +19,14 @@ from compactbot.compression.memory import ENTRY_KINDS, ENTRY_STATUSES
 GOOD = "ops:0123456789abcdef,ann:fedcba9876543210"
 # t("literal") in a template; t(variable) texts are listed in DYNAMIC below.
 LITERAL = re.compile(r"""\bt\(\s*(["'])(.+?)\1""")
-DYNAMIC = (*ENTRY_KINDS, *ENTRY_STATUSES, "reply", "compression", "sign in", "setting")
+DYNAMIC = (
+    *ENTRY_KINDS,
+    *ENTRY_STATUSES,
+    *PURPOSE_LABELS.values(),
+    "sign in",
+    "setting",
+    "sign-in link issued",
+)
 
 
 def test_the_console_is_off_and_the_endpoint_closed_unless_configured() -> None:

@@ -57,7 +57,7 @@ CHINESE_TEXTS: dict[str, str] = {
     # memory
     "Kinds": "类别", "all": "全部", "Kind": "类别", "Entry": "条目", "Author": "作者",
     "Date": "日期",
-    "Status": "状态", "Sources": "来源", "answer": "答案", "{n} messages": "{n} 条消息",
+    "Status": "状态", "Sources": "来源", "answer": "答案", "messages: {n}": "消息：{n}",
     "Hide superseded entries": "隐藏已被取代的条目",
     "Show superseded entries too": "也显示已被取代的条目",
     "Nothing remembered yet: memory is made when the chat is compacted.":
@@ -96,7 +96,7 @@ CHINESE_TEXTS: dict[str, str] = {
     "No model calls in this period.": "此时间段没有模型调用。", "Totals": "合计",
     "Purpose": "用途", "Tokens": "Tokens", "Model calls": "模型调用", "Per chat": "按聊天",
     "Per day": "按天", "Day": "日期", "{a} tokens, {b} calls": "{a} tokens，{b} 次调用",
-    "reply": "回复", "compression": "摘要", "media": "媒体",
+    "replies": "回复", "summaries": "摘要", "media": "媒体",
     # health
     "Readiness (/readyz)": "就绪检查（/readyz）",
     "Doctor (compactbot doctor)": "诊断（compactbot doctor）",

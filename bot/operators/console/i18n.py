@@ -22,7 +22,7 @@ Translate = Callable[..., str]
 
 
 def translator(language: Language) -> Translate:
-    """t("{n} messages", n=3): the text in `language`, its {fields} filled in."""
+    """t("{n} days", n=3): the text in `language`, its {fields} filled in."""
 
     def translate(text: str, **fields: object) -> str:
         chosen = CHINESE_TEXTS.get(text, text) if language == CHINESE else text

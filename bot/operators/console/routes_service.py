@@ -8,7 +8,12 @@ from compactbot.bot.operators.console.chart import stacked_bars
 from compactbot.bot.operators.console.requests import deps_of, page, refusal, viewer_of
 from compactbot.bot.operators.console.views.overview import overview, visible_chats
 from compactbot.bot.operators.console.views.paging import page_number
-from compactbot.bot.operators.console.views.usage import PERIODS_DAYS, period_days, usage_report
+from compactbot.bot.operators.console.views.usage import (
+    PERIODS_DAYS,
+    PURPOSE_LABELS,
+    period_days,
+    usage_report,
+)
 from compactbot.bot.store.console_records import AUDIT_PAGE_MAX
 
 routes = web.RouteTableDef()
@@ -42,6 +47,7 @@ async def usage_page(request: web.Request) -> web.StreamResponse:
         chart=chart,
         days=days,
         periods=PERIODS_DAYS,
+        labels=PURPOSE_LABELS,
         chosen=chosen,
         chats=await visible_chats(deps, viewer),
     )

@@ -10,6 +10,8 @@ from compactbot.bot.operators.console.deps import ConsoleDeps
 from compactbot.bot.store.base import ChatRecord, UsageRow
 
 PERIODS_DAYS = (7, 30, 90)
+# How the pages name each usage purpose the store records.
+PURPOSE_LABELS = {"reply": "replies", "compression": "summaries", "media": "media"}
 DEFAULT_DAYS = 30
 
 
