@@ -29,17 +29,34 @@ class Clock:
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])
-async def store(request: Any, tmp_path: Path) -> AsyncIterator[Any]:
+async def location(request: Any, tmp_path: Path) -> AsyncIterator[str]:
+    """The database the stores of a test open: every one of them sees the same rows."""
     if request.param == "sqlite":
-        async with SqliteStore(tmp_path / "console.db") as opened:
-            yield opened
+        yield str(tmp_path / "console.db")
         return
-    server = postgres_server.require_server()
-    async with (
-        postgres_server.fresh_schema(server) as dsn,
-        PostgresStore(dsn) as opened,
-    ):
+    async with postgres_server.fresh_schema(postgres_server.require_server()) as dsn:
+        yield dsn
+
+
+def _open(location: str) -> Any:
+    return PostgresStore(location) if location.startswith("postgresql") else SqliteStore(location)
+
+
+@pytest.fixture
+async def store(location: str) -> AsyncIterator[Any]:
+    async with _open(location) as opened:
         yield opened
+
+
+async def test_a_session_signed_in_on_one_worker_is_honoured_by_another(
+    store: Any, location: str
+) -> None:
+    clock = Clock()
+    viewer = await _sign_in(store, clock).with_token(TOKEN, "203.0.113.9")
+    async with _open(location) as other_worker:
+        assert await _sign_in(other_worker, clock).viewer(viewer.secret) == viewer
+        await _sign_in(other_worker, clock).sign_out(viewer)
+    assert await _sign_in(store, clock).viewer(viewer.secret) is None
 
 
 def _sign_in(store: Any, clock: Clock, attempts: int = 10) -> SignIn:
