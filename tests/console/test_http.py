@@ -171,3 +171,31 @@ async def test_console_command_says_so_when_the_console_is_off(tmp_path: Path) -
         assert adapter.texts() == ["The web console is not enabled on this bot."]
         await app.start_operator_endpoint()
         assert app._endpoint is None  # off unless configured
+
+
+async def test_a_chat_admin_cannot_post_an_operator_only_setting(proxied: tuple[App, str]) -> None:
+    app, base = proxied
+    adapter = RecordingAdapter("telegram", admins={"42"})
+    message = replace(
+        group_message("/console", author="Ann", chat_id="-1001", platform="telegram"),
+        author_id="42",
+    )
+    await app.gateway.handle(message, adapter)
+    await asyncio.wait_for(app.gateway.join(), 5)
+    link = re.search(r"/console/link/[0-9a-f]+", adapter.sent[0][1])
+    assert link is not None
+    async with aiohttp.ClientSession(cookie_jar=aiohttp.CookieJar(unsafe=True)) as http:
+        form = await http.get(base + link.group(0))
+        fields = dict(re.findall(r'name="(csrf|secret)" value="([0-9a-f]+)"', await form.text()))
+        signed = await http.post(f"{base}/console/link", data=fields)
+        assert signed.status == 200 and signed.url.path == f"/console/chat/{CHAT_A}"
+        page = await http.get(f"{base}{chat_url(CHAT_A, 'settings')}")
+        csrf = CSRF.search(await page.text())
+        assert csrf is not None
+        refused = await http.post(
+            f"{base}{chat_url(CHAT_A, 'settings')}",
+            data={"csrf": csrf.group(1), "key": "daily_token_budget", "value": "1"},
+        )
+        assert refused.status == 400
+        assert "daily_token_budget can only be changed by an operator" in await refused.text()
+    assert "daily_token_budget" not in await app.services.store.get_chat_settings(CHAT_A)

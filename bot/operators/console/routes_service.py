@@ -56,7 +56,8 @@ async def usage_page(request: web.Request) -> web.StreamResponse:
 @routes.get("/audit")
 async def audit_page(request: web.Request) -> web.StreamResponse:
     deps, viewer = deps_of(request), viewer_of(request)
-    chat = request.query.get("chat") or None if viewer.operator else viewer.chat_key
+    # An operator may narrow the log to one chat; a chat admin sees their chat's entries only.
+    chat = (request.query.get("chat") or None) if viewer.operator else viewer.chat_key
     before_raw = request.query.get("before", "")
     before = int(before_raw) if before_raw.isascii() and before_raw.isdigit() else None
     entries = await deps.records.list_audit(

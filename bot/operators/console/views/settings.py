@@ -70,12 +70,11 @@ async def change_setting(
     (out of bounds, invalid, operator-only) and changes nothing then."""
     bounded = not viewer.operator
     store = deps.store
+    key = chat_settings.check_key(key, enforce_bounds=bounded)
     if value is None:
-        key = chat_settings.check_key(key, enforce_bounds=bounded)
         await store.unset_chat_setting(chat_key, key)
         stored, detail = "", f"{key} reset to the default"
     else:
-        key = chat_settings.check_key(key, enforce_bounds=bounded)
         stored = chat_settings.parse_setting(key, value, deps.config, enforce_bounds=bounded)
         await store.set_chat_setting(chat_key, key, stored)
         detail = f"{key} = {stored}"
