@@ -32,6 +32,7 @@ _PLAIN = {
     "reset": "Same as /new",
     "pins": "List this chat's pins",
     "usage": "Tokens used today and this month",
+    "console": "A one-time sign-in link to the web console (admins; only you see it)",
 }
 _WITH_FOCUS = {
     "compress": "Compact older history now (admins)",
@@ -40,7 +41,7 @@ _WITH_FOCUS = {
     "catchup": "Same as /summary",
 }
 # Answered only to the member who asked (an ephemeral reply).
-PRIVATE_REPLY_COMMANDS = frozenset({"summary", "catchup"})
+PRIVATE_REPLY_COMMANDS = frozenset({"summary", "catchup", "console"})
 
 
 def slash_commands(run: SlashRunner) -> list[AppCommand]:
@@ -72,6 +73,7 @@ def slash_inbound(interaction: discord.Interaction, name: str, args: str) -> Inb
         chat_title=f"#{title}" if isinstance(title, str) else None,
         # Resolved by Discord for this member in this channel; DMs are the member's own chat.
         is_admin=is_admin_permissions(interaction.permissions) if is_group else None,
+        private_reply=name in PRIVATE_REPLY_COMMANDS,
     )
 
 

@@ -89,6 +89,7 @@ ADMIN_COMMANDS = (
     BotCommand("reset", "Same as /new"),
     BotCommand("pin", "Keep a fact verbatim forever"),
     BotCommand("unpin", "Drop a pinned fact"),
+    BotCommand("console", "Sign-in link to the web console, sent privately"),
 )
 
 

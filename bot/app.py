@@ -21,6 +21,7 @@ from compactbot.bot.llm.client import LLMClient
 from compactbot.bot.llm.offline_model import OfflineModel
 from compactbot.bot.llm.stream import StreamingChatClient
 from compactbot.bot.llm.timing import TimedSummarizer, timed
+from compactbot.bot.operators.console.assembly import Doctor, console_for
 from compactbot.bot.operators.endpoint import OperatorEndpoint
 from compactbot.bot.operators.health import QueueProbe, Readiness, StoreProbe
 from compactbot.bot.operators.metrics import Metrics, QueueSample
@@ -147,13 +148,21 @@ class App:
             database_path(config),
         )
 
-    async def start_operator_endpoint(self) -> None:
-        """Serve /metrics, /healthz and /readyz when COMPACTBOT_METRICS_LISTEN is set."""
-        metrics_config = self.config.metrics
-        if metrics_config.listen is None or self._endpoint is not None:
+    async def start_operator_endpoint(self, *, doctor: Doctor | None = None) -> None:
+        """Serve /metrics, /healthz and /readyz when COMPACTBOT_METRICS_LISTEN is set, and the
+        web console when it is enabled (on 127.0.0.1 unless told otherwise); `doctor` runs
+        `compactbot doctor`'s checks for the console's health page."""
+        listen = self.config.operator_listen
+        if listen is None or self._endpoint is not None:
             return
+        host, _, port = listen.rpartition(":")
+        console = None
+        if self.config.console.enabled:
+            console = await console_for(
+                self.services, self.readiness, self.model, self.gateway.settings_changed, doctor
+            )
         endpoint = OperatorEndpoint(
-            metrics_config.host, metrics_config.port, self.metrics, self.readiness
+            host.strip("[]"), int(port), self.metrics, self.readiness, console=console
         )
         await endpoint.start()
         self._endpoint = endpoint

@@ -58,6 +58,8 @@ class InboundMessage:
     mentions_others: bool = False
     attachments: tuple[Attachment, ...] = ()
     language_code: str | None = None  # the author's platform language (Telegram, Discord locale)
+    # The adapter shows the reply to the author alone (a Discord slash command's ephemeral answer).
+    private_reply: bool = False
 
     @property
     def chat_key(self) -> str:

@@ -121,6 +121,17 @@ _TEMPLATES: tuple[tuple[str, str], ...] = (
     ("/usage — tokens used today and this month", "/usage — 今天和本月使用的 tokens"),
     ("/summary [2h|@name|topic] — what you missed since your last message (/catchup)",
      "/summary [2h|@名字|话题] — 自你上一条消息以来错过的内容（/catchup）"),
+    ("/console — a one-time sign-in link to the web console, sent to you privately (admins)",
+     "/console — 网页控制台的一次性登录链接，私下发给你（管理员）"),
+    # /console
+    ("The web console is not enabled on this bot.", "此机器人未启用网页控制台。"),
+    ("Use the /console slash command: its answer is shown to you alone.",
+     "请使用 /console 斜杠命令：它的回复只有你能看到。"),
+    ("I can't message you privately. Start a private chat with me, then send /console here again.",
+     "我无法私下给你发消息。请先和我开始私聊，然后在这里再发送一次 /console。"),
+    ("📬 {name}, I sent you a sign-in link privately.", "📬 {name}，我已私下把登录链接发给你。"),
+    ("🔑 Web console for this chat, valid for {m} minutes and for one sign-in: {link}",
+     "🔑 本聊天的网页控制台，{m} 分钟内有效，只能登录一次：{link}"),
     ("In groups, /compress, /new, /config with a value, /pin and /unpin need chat-admin rights.",
      "在群组中，/compress、/new、带值的 /config、/pin 和 /unpin 需要管理员权限。"),
 )

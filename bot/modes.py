@@ -14,6 +14,7 @@ from compactbot.bot import plugins
 from compactbot.bot.app import App, database_path
 from compactbot.bot.events import target_for
 from compactbot.bot.llm.offline_model import OfflineModel
+from compactbot.bot.operators.doctor import doctor_for
 from compactbot.bot.plugins import BackgroundJob, Platform
 from compactbot.bot.settings.config import Config
 
@@ -26,7 +27,7 @@ CONSOLE_OWNER = "you"
 async def run(config: Config) -> int:
     """Serve every platform with a token until SIGINT/SIGTERM; the console room when none."""
     async with App(config) as app:
-        await app.start_operator_endpoint()
+        await app.start_operator_endpoint(doctor=doctor_for(config))
         platforms = plugins.configured_platforms(config, app.gateway)
         if not platforms:
             return await _console(app, room="main", admins=[CONSOLE_OWNER])

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from compactbot.bot.commands.catchup import catchup
+from compactbot.bot.commands.console_link import console_link
 from compactbot.bot.commands.status_report import status_text, usage_text
 from compactbot.bot.compaction.report import CompactionReport, ReportSink
 from compactbot.bot.events import Adapter, DeliveryError, InboundMessage, ReplyTarget
@@ -98,6 +99,7 @@ Commands:
 /pin <text> — keep a fact verbatim forever · /pins · /unpin N
 /usage — tokens used today and this month
 /summary [2h|@name|topic] — what you missed since your last message (/catchup)
+/console — a one-time sign-in link to the web console, sent to you privately (admins)
 In groups, /compress, /new, /config with a value, /pin and /unpin need chat-admin rights."""
 
 
@@ -296,6 +298,10 @@ async def _summary(args: str, ctx: CommandContext) -> list[str]:
     return [digest]
 
 
+async def _console(args: str, ctx: CommandContext) -> list[str]:
+    return await console_link(ctx.host.services, ctx.message, ctx.adapter)
+
+
 async def _remember_in_transcript(ctx: CommandContext, command: str, ack: str) -> None:
     services = ctx.host.services
     message = ctx.message
@@ -360,6 +366,7 @@ ADMIN_COMMANDS = CommandRouter(
         "reset": _new,
         "pin": _pin,
         "unpin": _unpin,
+        "console": _console,
     },
     filter=is_chat_admin,
 )

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import sys
-from collections.abc import Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from importlib.metadata import entry_points
 from typing import TextIO
 
@@ -47,15 +47,37 @@ async def run_doctor(
 ) -> int:
     """Print every finding; 0 only when nothing needs fixing."""
     out = out or sys.stdout
-    chosen = list(checks) if checks is not None else builtin_checks() + platform_checks()
     findings: list[Finding] = []
-    for check in chosen:
+    for check in _chosen(checks):
         for finding in await _run_one(check, config, live):
             findings.append(finding)
             print(finding.line(), file=out)
     problems = sum(f.status == "fix" for f in findings)
     print(f"{problems} problem(s) found" if problems else "all is well", file=out)
     return PROBLEM_EXIT_STATUS if problems else 0
+
+
+def doctor_for(config: Config) -> Callable[[], Awaitable[list[Finding]]]:
+    """The checks without --live, for the web console's health page."""
+
+    async def run() -> list[Finding]:
+        return await collect_findings(config)
+
+    return run
+
+
+async def collect_findings(
+    config: Config, *, live: bool = False, checks: Iterable[NamedCheck] | None = None
+) -> list[Finding]:
+    """Every check's findings, in order (the operator console shows them)."""
+    findings: list[Finding] = []
+    for check in _chosen(checks):
+        findings.extend(await _run_one(check, config, live))
+    return findings
+
+
+def _chosen(checks: Iterable[NamedCheck] | None) -> list[NamedCheck]:
+    return list(checks) if checks is not None else builtin_checks() + platform_checks()
 
 
 async def _run_one(check: NamedCheck, config: Config, live: bool) -> list[Finding]:

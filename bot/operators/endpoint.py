@@ -1,4 +1,5 @@
-"""The opt-in operator port: GET /metrics (Prometheus), /healthz (alive) and /readyz (ready)."""
+"""The opt-in operator port: GET /metrics (Prometheus), /healthz (alive), /readyz (ready), and the
+web console under /console when it is enabled (SPEC 18)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from compactbot.bot.operators.metrics import Metrics
 log = logging.getLogger(__name__)
 
 NOT_READY_STATUS = 503
+CONSOLE_PREFIX = "/console"
 SHUTDOWN_TIMEOUT_SECONDS = 1.0  # a scraper holding a connection must not delay shutdown
 
 
@@ -23,8 +25,17 @@ class OperatorPortError(OSError):
 class OperatorEndpoint:
     """An aiohttp server on the event loop; `start()` binds, `stop()` releases the port."""
 
-    def __init__(self, host: str, port: int, metrics: Metrics, readiness: Readiness) -> None:
+    def __init__(
+        self,
+        host: str,
+        port: int,
+        metrics: Metrics,
+        readiness: Readiness,
+        *,
+        console: web.Application | None = None,
+    ) -> None:
         self._host = host
+        self._console = console
         self._port = port
         self._metrics = metrics
         self._readiness = readiness
@@ -42,6 +53,8 @@ class OperatorEndpoint:
         app.router.add_get("/metrics", self._scrape)
         app.router.add_get("/healthz", self._healthz)
         app.router.add_get("/readyz", self._readyz)
+        if self._console is not None:
+            app.add_subapp(CONSOLE_PREFIX, self._console)
         runner = web.AppRunner(app, access_log=None, shutdown_timeout=SHUTDOWN_TIMEOUT_SECONDS)
         await runner.setup()
         try:
@@ -53,7 +66,8 @@ class OperatorEndpoint:
                 f"({exc.strerror or type(exc).__name__})"
             ) from exc
         self._runner = runner
-        log.info("operator endpoint on %s:%d (/metrics /healthz /readyz)", self._host, self.port)
+        paths = "/metrics /healthz /readyz" + (" /console" if self._console is not None else "")
+        log.info("operator endpoint on %s:%d (%s)", self._host, self.port, paths)
 
     async def stop(self) -> None:
         runner, self._runner = self._runner, None

@@ -118,8 +118,13 @@ class Readiness:
         self.add(PlatformProbe(platform))
 
     async def check(self) -> ReadinessReport:
-        results = await asyncio.gather(*(_bounded(probe) for probe in self._probes))
-        return ReadinessReport(tuple(r for r in results if r is not None))
+        return ReadinessReport(tuple(p for _, p in await self.results() if p is not None))
+
+    async def results(self) -> list[tuple[str, str | None]]:
+        """Each probe's name and its problem (None: ready), in the order they were added."""
+        probes = list(self._probes)
+        found = await asyncio.gather(*(_bounded(probe) for probe in probes))
+        return [(probe.name, problem) for probe, problem in zip(probes, found, strict=True)]
 
 
 async def _bounded(probe: ReadinessProbe) -> str | None:

@@ -57,6 +57,7 @@ def config_secrets(config: Config) -> list[str]:
         config.telegram.webhook_secret,
         config.discord.token,
         config.model.api_key,
+        config.console.operator_tokens,
     )
     values = [s.get_secret_value() for s in secrets if s is not None]
     urls = (config.model.base_url, config.telegram.api_base_url, config.telegram.webhook_url)

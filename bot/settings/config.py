@@ -11,6 +11,7 @@ from urllib.parse import urlsplit
 from pydantic import (
     AfterValidator,
     BaseModel,
+    BeforeValidator,
     ConfigDict,
     Field,
     SecretStr,
@@ -22,6 +23,7 @@ from compactbot.bot.settings.values import (
     HARD_RANGES,
     Range,
     check_chat_keys,
+    check_console_tokens,
     check_context_engine,
     check_database,
     check_host_port,
@@ -30,6 +32,7 @@ from compactbot.bot.settings.values import (
     check_timezone,
     check_webhook_secret,
     check_window,
+    comma_list,
 )
 from compactbot.compression.redact import redact
 
@@ -45,9 +48,16 @@ SECRET_KEYS: dict[str, str] = {
     "telegram.webhook_secret": "TELEGRAM_WEBHOOK_SECRET",
     "discord.token": "DISCORD_BOT_TOKEN",
     "model.api_key": "OPENAI_API_KEY",
+    "console.operator_tokens": "COMPACTBOT_CONSOLE_TOKENS",
 }
 _URL_KEYS = frozenset(
-    {"model.base_url", "telegram.api_base_url", "telegram.webhook_url", "storage.database"}
+    {
+        "model.base_url",
+        "telegram.api_base_url",
+        "telegram.webhook_url",
+        "storage.database",
+        "console.public_url",
+    }
 )
 
 
@@ -246,6 +256,25 @@ class MetricsConfig(_Section):
         return int(self.listen.rpartition(":")[2])
 
 
+# Where the operator endpoint listens when the console is on and metrics.listen is not set.
+DEFAULT_CONSOLE_LISTEN = "127.0.0.1:8787"
+
+
+class ConsoleConfig(_Section):
+    """The operator web console (SPEC 18), served on the operator endpoint; off unless enabled."""
+
+    enabled: bool = False
+    # "name:token,name:token"; from COMPACTBOT_CONSOLE_TOKENS only, kept hashed once loaded.
+    operator_tokens: Annotated[SecretStr | None, AfterValidator(check_console_tokens)] = None
+    # The address people open (behind a reverse proxy: its https:// URL); sign-in links use it.
+    public_url: HttpUrl = None
+    # Peers whose X-Forwarded-Proto and X-Forwarded-For are believed (the reverse proxy).
+    trusted_proxies: Annotated[tuple[str, ...], BeforeValidator(comma_list)] = ()
+    session_hours: Annotated[float, Field(gt=0, le=720)] = 12.0
+    link_minutes: Annotated[float, Field(gt=0, le=1440)] = 15.0
+    sign_in_attempts_per_minute: Annotated[int, Field(ge=1, le=1000)] = 10
+
+
 class ChatDefaults(_Section):
     """Defaults of the per-chat keys that have no home in another section."""
 
@@ -297,6 +326,7 @@ class Config(_Section):
     storage: StorageConfig = StorageConfig()
     logging: LoggingConfig = LoggingConfig()
     metrics: MetricsConfig = MetricsConfig()
+    console: ConsoleConfig = ConsoleConfig()
     chat_defaults: ChatDefaults = ChatDefaults()
     bounds: Bounds = Bounds()
 
@@ -323,3 +353,10 @@ class Config(_Section):
                 'a keyword when chat_defaults.activation is "keyword"',
             )
         return self
+
+    @property
+    def operator_listen(self) -> str | None:
+        """host:port of the operator endpoint: metrics.listen, else the console's default."""
+        if self.metrics.listen is None and self.console.enabled:
+            return DEFAULT_CONSOLE_LISTEN
+        return self.metrics.listen

@@ -34,6 +34,10 @@ ENV_VARS: dict[str, str] = {
     "COMPACTBOT_METRICS_LISTEN": "metrics.listen",
     "COMPACTBOT_METRICS_CHAT_LABELS": "metrics.chat_labels",
     "COMPACTBOT_TURN_LEASE_SECONDS": "gateway.turn_lease_seconds",
+    "COMPACTBOT_CONSOLE": "console.enabled",
+    "COMPACTBOT_CONSOLE_TOKENS": "console.operator_tokens",
+    "COMPACTBOT_CONSOLE_PUBLIC_URL": "console.public_url",
+    "COMPACTBOT_CONSOLE_TRUSTED_PROXIES": "console.trusted_proxies",
 }
 CONFIG_PATH_ENV = "COMPACTBOT_CONFIG"
 

@@ -160,3 +160,38 @@ def check_operator_ids(ids: tuple[str, ...]) -> tuple[str, ...]:
         if not _OPERATOR_ID.match(item):
             raise ValueError(f'ids like "telegram:12345" or "discord:678", not {item!r}')
     return ids
+
+
+# Operator sign-in tokens of the web console: long enough that the sign-in rate limit, not luck,
+# is what stands between a guesser and the console.
+MIN_CONSOLE_TOKEN_CHARS = 16
+_TOKEN_NAME = re.compile(r"^[A-Za-z0-9_.@-]{1,64}$")
+_TOKENS_EXPECTED = (
+    f'"name:token" pairs separated by commas, each token at least {MIN_CONSOLE_TOKEN_CHARS} '
+    "characters without spaces or commas"
+)
+
+
+def operator_tokens(text: str) -> dict[str, str]:
+    """`alice:tok1,bob:tok2` as {name: token}; ValueError(expected) when it is not that."""
+    found: dict[str, str] = {}
+    for pair in text.split(","):
+        name, sep, token = pair.strip().partition(":")
+        token_ok = len(token) >= MIN_CONSOLE_TOKEN_CHARS and not any(c.isspace() for c in token)
+        if not sep or not _TOKEN_NAME.match(name) or not token_ok or name in found:
+            raise ValueError(_TOKENS_EXPECTED)
+        found[name] = token
+    return found
+
+
+def check_console_tokens(value: SecretStr | None) -> SecretStr | None:
+    if value is not None:
+        operator_tokens(value.get_secret_value())
+    return value
+
+
+def comma_list(value: object) -> object:
+    """ "a, b" from the environment as ("a", "b"); lists from YAML pass as they are."""
+    if isinstance(value, str):
+        return tuple(part.strip() for part in value.split(",") if part.strip())
+    return value

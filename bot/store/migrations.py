@@ -7,6 +7,12 @@ from dataclasses import dataclass
 
 import aiosqlite
 
+from compactbot.bot.store.console_schema import (
+    CONSOLE_SCHEMA_NAME,
+    CONSOLE_SCHEMA_VERSION,
+    SQLITE_CONSOLE_SCHEMA,
+)
+
 log = logging.getLogger(__name__)
 
 # The trigram tokenizer finds substrings, which is the only way to search Chinese or Japanese text
@@ -313,6 +319,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(9, "rate and notice windows, admin cache (shared limits)", _SCHEMA_V9),
     Migration(10, "full-text index filled behind the writer", _SCHEMA_V10),
     Migration(11, "per-message compression hints", _SCHEMA_V11),
+    Migration(CONSOLE_SCHEMA_VERSION, CONSOLE_SCHEMA_NAME, SQLITE_CONSOLE_SCHEMA),
 )
 LATEST_VERSION = MIGRATIONS[-1].version
 

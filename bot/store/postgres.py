@@ -23,6 +23,7 @@ from compactbot.bot.store.base import (
 from compactbot.bot.store.hits import FETCH_FACTOR, clamp_limit, distinct_hits
 from compactbot.bot.store.postgres_appends import OPEN_SESSION_SQL, start_session
 from compactbot.bot.store.postgres_bookkeeping import PostgresBookkeeping
+from compactbot.bot.store.postgres_console import PostgresConsole
 from compactbot.bot.store.postgres_database import PostgresDatabase, affected, redacted_dsn
 from compactbot.bot.store.postgres_inbox import PostgresInbox
 from compactbot.bot.store.postgres_limits import PostgresLimits
@@ -39,7 +40,9 @@ from compactbot.compression.state import CompressorState
 log = logging.getLogger(__name__)
 
 
-class PostgresStore(PostgresWrites, PostgresBookkeeping, PostgresRevisions, PostgresLimits):
+class PostgresStore(
+    PostgresWrites, PostgresBookkeeping, PostgresRevisions, PostgresLimits, PostgresConsole
+):
     """`Store` on a PostgreSQL database (`postgresql://…`; `?search_path=` picks the schema)."""
 
     def __init__(self, dsn: str, *, clock: Callable[[], float] = time.time) -> None:

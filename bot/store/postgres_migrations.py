@@ -7,6 +7,12 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, TypeAlias
 
+from compactbot.bot.store.console_schema import (
+    CONSOLE_SCHEMA_NAME,
+    CONSOLE_SCHEMA_VERSION,
+    POSTGRES_CONSOLE_SCHEMA,
+)
+
 if TYPE_CHECKING:
     import asyncpg
     from asyncpg.pool import PoolConnectionProxy
@@ -324,6 +330,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(11, "per-message compression hints", _SCHEMA_V11),
     Migration(12, "send slots shared by the workers", _SCHEMA_V12),
     Migration(13, "turn jobs that lost a worker run alone; strikes", _SCHEMA_V13),
+    Migration(CONSOLE_SCHEMA_VERSION, CONSOLE_SCHEMA_NAME, POSTGRES_CONSOLE_SCHEMA),
 )
 LATEST_VERSION = MIGRATIONS[-1].version
 

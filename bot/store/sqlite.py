@@ -28,6 +28,7 @@ from compactbot.bot.store.memory_rows import SELECT_ENTRIES_SQL, SELECT_REREAD_S
 from compactbot.bot.store.migrations import TRIGRAM, indexed_text
 from compactbot.bot.store.revisions import Revisions
 from compactbot.bot.store.settings_cache import RawSettingsCache
+from compactbot.bot.store.sqlite_console import SqliteConsole
 from compactbot.bot.store.sqlite_fts import QUIET_SECONDS, BackgroundIndexer
 from compactbot.bot.store.sqlite_ingest import OPEN_SESSION_SQL
 from compactbot.bot.store.sqlite_limits import SqliteLimits
@@ -47,7 +48,9 @@ TRIGRAM_MIN_CHARS = 3  # the trigram tokenizer cannot match anything shorter
 ID_BATCH = 500  # ids per IN (...) query, well under SQLite's variable limit
 
 
-class SqliteStore(CompactionWrites, Bookkeeping, DeadLetters, Revisions, SqliteLimits):
+class SqliteStore(
+    CompactionWrites, Bookkeeping, DeadLetters, Revisions, SqliteLimits, SqliteConsole
+):
     """`Store` on one SQLite file (or ":memory:"). Writes are serialised; reads use WAL."""
 
     def __init__(

@@ -40,6 +40,8 @@ COPIED_TABLES: tuple[CopiedTable, ...] = (
     CopiedTable("memory_entries", ("session_id", "entry_id")),
     CopiedTable("memory_reread", ("session_id", "message_id"), in_insertion_order=True),
     CopiedTable("message_revisions", ("id",)),
+    # Console sessions and sign-in links expire within hours; what was changed stays on record.
+    CopiedTable("console_audit", ("id",)),
 )
 
 

@@ -21,6 +21,7 @@ from compactbot.bot import modes, plugins
 from compactbot.bot.app import App
 from compactbot.bot.events import Adapter
 from compactbot.bot.ingress.gateway import Gateway
+from compactbot.bot.operators.doctor import doctor_for
 from compactbot.bot.plugins import Platform, Role
 from compactbot.bot.services import Services
 from compactbot.bot.settings.config import Config
@@ -46,7 +47,7 @@ async def worker(config: Config, role: Role) -> int:
     if not _on_postgres(config, "worker"):
         return EXIT_USAGE
     async with App(config, gateway_factory=_durable) as app:
-        await app.start_operator_endpoint()
+        await app.start_operator_endpoint(doctor=doctor_for(config))
         platforms = plugins.configured_platforms(config, app.gateway, role)
         if not platforms:
             print("compactbot worker: no platform configured (a bot token)", file=sys.stderr)
@@ -59,7 +60,7 @@ async def ingress(config: Config) -> int:
     if not _on_postgres(config, "ingress"):
         return EXIT_USAGE
     async with App(config, gateway_factory=_durable) as app:
-        await app.start_operator_endpoint()
+        await app.start_operator_endpoint(doctor=doctor_for(config))
         platforms = plugins.configured_platforms(config, app.gateway, Role("ingress"))
         if not platforms:
             print("compactbot ingress: no Telegram bot token (TELEGRAM_BOT_TOKEN)", file=sys.stderr)
