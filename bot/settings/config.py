@@ -192,7 +192,9 @@ class GatewayConfig(_Section):
     turn_lease_seconds: Annotated[float, Field(ge=2, le=600)] = 30.0
     allowed_chats: Annotated[tuple[str, ...], AfterValidator(check_chat_keys)] = ("*",)
     operators: Annotated[tuple[str, ...], AfterValidator(check_operator_ids)] = ()
-    admin_cache_seconds: NonNegativeInt = 300
+    # Telegram answers whether a member is an admin; a demotion must bite within a minute even
+    # where the bot cannot see member updates (SPEC 16).
+    admin_cache_seconds: Annotated[int, Field(ge=0, le=60)] = 60
     user_rate_limit_per_minute: Annotated[int, _in("user_rate_limit_per_minute")] = 20
     daily_token_budget: Annotated[int, _in("daily_token_budget")] = 0  # 0: unlimited
     persona: NonEmpty = DEFAULT_PERSONA
