@@ -11,7 +11,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from compactbot.bot.llm.client import ToolCall
-from compactbot.bot.store.base import SearchHit, Store, StoreError
+from compactbot.bot.store.base import SearchHit, Store, StoredMessage, StoreError
 from compactbot.bot.turns.recall import DEFAULT_RECALL_LIMIT, MAX_RECALL_LIMIT, recall, valid_kind
 from compactbot.compression.memory import ENTRY_KINDS
 from compactbot.compression.template import is_summary_text
@@ -30,6 +30,8 @@ SEARCH_OVERFETCH = 3
 MIN_TERM_CHARS = 2
 MAX_HIT_CHARS = 500
 MAX_FACT_CHARS = 500
+# A message holding this share of a fact's words is where the fact came from.
+AUTHORED_SHARE = 0.6
 # Counting every compaction event the store keeps for a chat; far above any real chat's count.
 MAX_EVENTS_COUNTED = 100_000
 COMPACTION_OUTCOMES = frozenset({"compressed", "fallback"})
@@ -258,8 +260,36 @@ async def _remember(args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
     fact = fact.strip()
     if len(fact) > MAX_FACT_CHARS:
         raise ToolArgumentError(f"fact is longer than {MAX_FACT_CHARS} characters")
+    written_by = _other_author(fact, await ctx.store.load_active(ctx.session_id), ctx.author_id)
+    if written_by is not None:
+        return {
+            "error": f"{written_by} wrote this, not the admin asking; only an admin's own words "
+            "are pinned — an admin can pin it with /pin"
+        }
     pin = await ctx.store.add_pin(ctx.chat_key, fact, ctx.author_name or ctx.author_id)
     return {"pinned": pin.id, "text": pin.text}
+
+
+def _other_author(fact: str, rows: list[StoredMessage], asker_id: str | None) -> str | None:
+    """Who else wrote most of `fact`, if a member other than the asker did (SPEC 16).
+
+    A member's planted instruction must not become an admin's pin because an admin talked to
+    the bot: the author of the text decides, not who asked.
+    """
+    words = {term.lower() for term in search_terms(fact)}
+    if not words:
+        return None
+    best_share, best_row = 0.0, None
+    for row in rows:
+        if row.role != "user" or not row.text:
+            continue
+        share = len(words & {t.lower() for t in search_terms(row.text)}) / len(words)
+        # A tie goes to the asker: restating a rule is how an admin adopts it.
+        if share > best_share or (share == best_share and row.author_id == asker_id):
+            best_share, best_row = share, row
+    if best_row is None or best_share < AUTHORED_SHARE or best_row.author_id == asker_id:
+        return None
+    return best_row.author_name or "another member"
 
 
 async def _chat_stats(args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
