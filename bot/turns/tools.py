@@ -23,12 +23,13 @@ SEARCH_HISTORY = "search_history"
 RECALL = "recall"
 REMEMBER = "remember"
 CHAT_STATS = "chat_stats"
-DEFAULT_SEARCH_LIMIT = 5
+# More, shorter snippets: an answer is one sentence of one message more often than a whole one.
+DEFAULT_SEARCH_LIMIT = 8
 MAX_SEARCH_LIMIT = 20
 # Each term's FTS query fetches this many times the limit, so merging still has enough to rank.
 SEARCH_OVERFETCH = 3
 MIN_TERM_CHARS = 2
-MAX_HIT_CHARS = 500
+MAX_HIT_CHARS = 240
 MAX_FACT_CHARS = 500
 # A message holding this share of a fact's words is where the fact came from.
 AUTHORED_SHARE = 0.6
@@ -188,12 +189,18 @@ async def _search_history(args: dict[str, Any], ctx: ToolContext) -> dict[str, A
             if key not in hits or hit.message_id > hits[key].message_id:
                 hits[key] = hit
             scores[key] = scores.get(key, 0) + 1
+    # A question repeats the words of its answer; the statement that answers it ranks first.
     ranked = sorted(
         hits.items(),
-        key=lambda item: (scores[item[0]], item[1].created_at, item[1].message_id),
+        key=lambda item: (
+            scores[item[0]],
+            not _is_question(item[1].text),
+            item[1].created_at,
+            item[1].message_id,
+        ),
         reverse=True,
     )
-    found = [_hit_json(hit) for _, hit in ranked[:limit]]
+    found = [_hit_json(hit, terms) for _, hit in ranked[:limit]]
     return {"query": query, "hits": found, "count": len(found)}
 
 
@@ -211,17 +218,33 @@ def _is_quotable(hit: SearchHit, ctx: ToolContext) -> bool:
         return False
     if hit.role not in ("user", "assistant"):
         return False
-    # A summary restates the history in the compressor's words; quote the people instead.
-    return not is_summary_text(hit.text)
+    # The bot's tool-call messages say nothing; a summary restates the history in the
+    # compressor's words. Quote the people instead.
+    return bool(_plain_text(hit.text).strip()) and not is_summary_text(hit.text)
 
 
-def _hit_json(hit: SearchHit) -> dict[str, Any]:
+def _is_question(text: str) -> bool:
+    return text.rstrip().endswith(("?", "？"))
+
+
+def _hit_json(hit: SearchHit, terms: list[str]) -> dict[str, Any]:
     prefix_name, body = split_speaker(_plain_text(hit.text))
     speaker = "bot" if hit.role == "assistant" else hit.author_name or prefix_name or "someone"
-    if len(body) > MAX_HIT_CHARS:
-        body = body[: MAX_HIT_CHARS - 1] + "…"
+    body = _snippet(" ".join(body.split()), terms)
     date = datetime.fromtimestamp(hit.created_at, UTC).strftime("%Y-%m-%d")
     return {"speaker": speaker, "date": date, "text": body, "archived": not hit.active}
+
+
+def _snippet(text: str, terms: list[str]) -> str:
+    """At most MAX_HIT_CHARS of `text`, around the first place a search term occurs."""
+    if len(text) <= MAX_HIT_CHARS:
+        return text
+    lowered = text.lower()
+    found = [at for at in (lowered.find(t.lower()) for t in terms) if at >= 0]
+    start = max(0, min(found, default=0) - MAX_HIT_CHARS // 4)
+    end = min(len(text), start + MAX_HIT_CHARS - 2)
+    start = max(0, end - (MAX_HIT_CHARS - 2))
+    return ("…" if start else "") + text[start:end].strip() + ("…" if end < len(text) else "")
 
 
 def _plain_text(text: str) -> str:

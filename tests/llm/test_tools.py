@@ -137,11 +137,32 @@ async def test_search_skips_the_triggering_message(store: SqliteStore):
     assert (await _call(ctx, "search_history", {"query": "deploy"}))["count"] == 0
 
 
-async def test_search_truncates_long_messages(store: SqliteStore):
+async def test_search_quotes_a_short_snippet_around_the_match(store: SqliteStore):
     ctx = await _ctx(store)
-    await store.append_messages(ctx.session_id, [_said("Bob", "deploy " + "x" * 900, 0)])
-    (hit,) = (await _call(ctx, "search_history", {"query": "deploy"}))["hits"]
-    assert len(hit["text"]) == 500
+    long_text = "chatter " * 100 + "the vault code is 4471 " + "more chatter " * 60
+    await store.append_messages(ctx.session_id, [_said("Bob", long_text, 0)])
+    (hit,) = (await _call(ctx, "search_history", {"query": "vault"}))["hits"]
+    assert len(hit["text"]) <= 240
+    assert "the vault code is 4471" in hit["text"]
+    assert hit["text"].startswith("…") and hit["text"].endswith("…")
+
+
+async def test_search_skips_tool_call_messages_and_ranks_answers_above_questions(
+    store: SqliteStore,
+):
+    ctx = await _ctx(store)
+    call = {"id": "c1", "type": "function", "function": {"name": "search_history",
+            "arguments": '{"query": "venue"}'}}  # fmt: skip
+    await store.append_messages(
+        ctx.session_id,
+        [
+            _said("Dee", "the venue is the Old Library on Elm Street", 0),
+            NewMessage(role="assistant", content="", tokens=5, tool_calls=[call]),
+            _said("Eve", "which venue did we book?", 1),
+        ],
+    )
+    hits = (await _call(ctx, "search_history", {"query": "venue"}))["hits"]
+    assert [h["speaker"] for h in hits] == ["Dee", "Eve"]
 
 
 async def test_search_with_bad_query_returns_error_json(store: SqliteStore):
