@@ -9,15 +9,13 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from compactbot.compression import breaker
-from compactbot.compression.assemble import assembled
 from compactbot.compression.boundaries import Boundaries, plan_boundaries
 from compactbot.compression.engine import ContextEngine
 from compactbot.compression.fold import middle_span
 from compactbot.compression.handoff import take_handoffs
-from compactbot.compression.lazy_counts import LazyCounts, tokens_before
+from compactbot.compression.lazy_counts import LazyCounts
 from compactbot.compression.memory import Memory, MessageSource
 from compactbot.compression.message_counts import (
-    assembled_total,
     input_counts,
     recounted,
     summarised_tokens,
@@ -26,10 +24,10 @@ from compactbot.compression.message_hints import checked_hints
 from compactbot.compression.prune import prune_tracked
 from compactbot.compression.redact import redaction_memo
 from compactbot.compression.result import CompressionResult, Outcome
+from compactbot.compression.saving import Saved, saving_output
 from compactbot.compression.state import CompressorState
 from compactbot.compression.summarizer import Summarizer
 from compactbot.compression.summary_step import Summary, SummaryStep, summarise
-from compactbot.compression.template import ensure_pins
 from compactbot.compression.thresholds import CompressorConfig
 from compactbot.compression.tokens import MessageCounter, TokenCounter, uncached_counter_for
 
@@ -50,6 +48,7 @@ class _Plan:
     previous_tokens: int  # an upper bound: the tokens of the messages that carried it
     boundaries: Boundaries
     origin: Sequence[int]  # index in the caller's list of each working message
+    memory: Memory  # the memory that belongs to this transcript
 
 
 class ContextCompressor(ContextEngine):
@@ -69,6 +68,9 @@ class ContextCompressor(ContextEngine):
         self._summarizer = summarizer
         self._state = state or CompressorState()
         self._memory = memory or Memory()
+        # The summary body this compressor last rendered its memory into; None while the
+        # memory is the caller's (given, or empty): only a transcript carrying it gets it.
+        self._memory_body: str | None = None
         self._clock = clock
         # Uncached: what a call counts itself (new texts) must not outlive the call; past the
         # input, each call of the built-in counter gets its own cache (tool names repeat).
@@ -121,7 +123,7 @@ class ContextCompressor(ContextEngine):
 
     def on_session_reset(self) -> None:
         self._state = CompressorState()
-        self._memory = Memory()
+        self._memory, self._memory_body = Memory(), None
 
     def should_compress(self, prompt_tokens: int | None = None) -> bool:
         """True when automatic compaction should run; the -1 sentinel means "wait"."""
@@ -190,7 +192,7 @@ class ContextCompressor(ContextEngine):
             counter = TokenCounter(self._config.model, cache_entries=CALL_COUNT_CACHE_TEXTS)
         hints = checked_hints(hints, len(messages))
         if memory is not None:
-            self._memory = memory
+            self._memory, self._memory_body = memory, None
         with redaction_memo():
             return await self._compress(
                 messages,
@@ -235,7 +237,7 @@ class ContextCompressor(ContextEngine):
         span = middle_span(pruned, start, end, changed, plan.origin, plan.hints, sources)
         middle_tokens = summarised_tokens(pruned, plan.tokens, start, end, changed)
         step = SummaryStep(
-            self._memory,
+            plan.memory,
             plan.previous_summary,
             plan.previous_tokens,
             plan.working,
@@ -251,18 +253,13 @@ class ContextCompressor(ContextEngine):
         summary, self._state = await summarise(
             step, self._config, self._summarizer, counter, self._state, self._session_id
         )
-        if summary.body is None or summary.memory is None:
+        if summary.memory is None:
             return self._unchanged(messages, counts, "aborted", summary.error, strike=False)
-        body = ensure_pins(summary.body, tuple(pins))
-        kept = pruned[:start] + pruned[end:]
-        output = assembled(pruned[:start], body, pruned[end:])
-        kept_tokens = pruned_tokens[:start] + pruned_tokens[end:]
-        after = assembled_total(output.messages, output.sources, kept, kept_tokens, counter)
-        before = tokens_before(counts, after)
-        if after >= before:
+        saved = saving_output(summary, pruned, pruned_tokens, (start, end), counts, counter)
+        if saved is None:
             return self._unchanged(messages, counts, "noop", "summary not smaller", strike=True)
-        self._memory = summary.memory
-        return self._completed(output.messages, body, summary, before, after, end - start, now)
+        self._memory, self._memory_body = summary.memory, saved.rendered.body
+        return self._completed(saved, summary, end - start, now)
 
     def _plan(
         self,
@@ -292,14 +289,14 @@ class ContextCompressor(ContextEngine):
                 for source, message in zip(sources, working, strict=True)
             ]
         # A summary in the transcript means a compaction already ran, also before a restart:
-        # the head decays (#11996) and that summary is the one to update. Without one, a
-        # remembered summary belongs to another session and is dropped (#38788).
+        # the head decays (#11996) and that summary is the one to update.
+        memory = self._memory_of(handoff.bodies)
         boundaries = plan_boundaries(
             working,
             budget=self.tail_token_budget,
             protect_first_n=self._config.protect_first_n,
             protect_last_n=self._config.protect_last_n,
-            decayed=bool(handoff.bodies) or bool(self._memory.entries),
+            decayed=bool(handoff.bodies) or bool(memory.entries),
             tokens=tokens,
         )
         previous_tokens = sum(counts[i] for i in handoff.summary_sources)
@@ -316,7 +313,16 @@ class ContextCompressor(ContextEngine):
             previous_tokens,
             boundaries,
             handoff.origin,
+            memory,
         )
+
+    def _memory_of(self, bodies: Sequence[str]) -> Memory:
+        """This compressor's memory, unless it was made for a transcript that carries none of
+        its summaries: then it starts empty (SPEC 6.3, Hermes #38788)."""
+        mine = self._memory_body
+        if mine is None or any(body.strip() == mine.strip() for body in bodies):
+            return self._memory
+        return Memory()
 
     def _unchanged(
         self,
@@ -346,15 +352,9 @@ class ContextCompressor(ContextEngine):
         )
 
     def _completed(
-        self,
-        output: list[dict[str, Any]],
-        body: str,
-        summary: Summary,
-        before: int,
-        after: int,
-        summarised: int,
-        now: float,
+        self, saved: Saved, summary: Summary, summarised: int, now: float
     ) -> CompressionResult:
+        before, after, body = saved.before, saved.after, saved.rendered.body
         savings = round(100.0 * (before - after) / before, 2) if before else 0.0
         was_paused = breaker.is_paused(self._state, now)
         state = replace(
@@ -378,7 +378,7 @@ class ContextCompressor(ContextEngine):
             savings,
         )
         return CompressionResult(
-            messages=output,
+            messages=saved.messages,
             summary=body,
             outcome=summary.outcome,
             tokens_before=before,
@@ -389,6 +389,7 @@ class ContextCompressor(ContextEngine):
             cooldown_until=self._cooldown_until(now),
             paused_until=self._new_pause(was_paused, now),
             memory=summary.memory,
+            must_show_hidden=saved.rendered.must_show_hidden,
         )
 
     def _cooldown_until(self, now: float) -> float | None:
