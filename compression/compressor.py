@@ -5,14 +5,12 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any
 
 from compactbot.compression import breaker
-from compactbot.compression.boundaries import Boundaries, plan_boundaries
 from compactbot.compression.engine import ContextEngine
 from compactbot.compression.fold import middle_span
-from compactbot.compression.handoff import take_handoffs
 from compactbot.compression.lazy_counts import LazyCounts
 from compactbot.compression.memory import Memory, MessageSource
 from compactbot.compression.message_counts import (
@@ -21,6 +19,7 @@ from compactbot.compression.message_counts import (
     summarised_tokens,
 )
 from compactbot.compression.message_hints import checked_hints
+from compactbot.compression.plan import Plan, plan_compaction
 from compactbot.compression.prune import prune_tracked
 from compactbot.compression.redact import redaction_memo
 from compactbot.compression.result import CompressionResult, Outcome
@@ -37,18 +36,6 @@ CALL_COUNT_CACHE_TEXTS = 100_000
 log = logging.getLogger(__name__)
 
 Messages = Sequence[Mapping[str, Any]]
-
-
-@dataclass(frozen=True, slots=True)
-class _Plan:
-    working: list[Mapping[str, Any]]
-    tokens: Sequence[int]  # one per working message
-    hints: list[int | None] | None  # one per working message, when the caller gave them
-    previous_summary: str | None
-    previous_tokens: int  # an upper bound: the tokens of the messages that carried it
-    boundaries: Boundaries
-    origin: Sequence[int]  # index in the caller's list of each working message
-    memory: Memory  # the memory that belongs to this transcript
 
 
 class ContextCompressor(ContextEngine):
@@ -155,7 +142,7 @@ class ContextCompressor(ContextEngine):
         kinds: Sequence[str] | None = None,
     ) -> bool:
         counts = input_counts(messages, token_counts, self._counter)
-        return not self._plan(messages, counts, kinds).boundaries.empty
+        return not self._plan(messages, counts, kinds, None, self._counter).boundaries.empty
 
     async def compress(
         self,
@@ -266,54 +253,12 @@ class ContextCompressor(ContextEngine):
         messages: Messages,
         counts: Sequence[int],
         kinds: Sequence[str] | None,
-        hints: Sequence[int] | None = None,
-        counter: MessageCounter | None = None,
-    ) -> _Plan:
-        counter = counter or self._counter
+        hints: Sequence[int] | None,
+        counter: MessageCounter,
+    ) -> Plan:
         flags = [kind == "summary" for kind in kinds] if kinds is not None else None
-        handoff = take_handoffs(messages, flags, hints)
-        working = handoff.messages
-        sources = handoff.sources
-        if not handoff.bodies:  # nothing taken out: the messages and counts as they are
-            tokens: Sequence[int] = counts if isinstance(counts, LazyCounts) else list(counts)
-        elif isinstance(counts, LazyCounts):
-            tokens = LazyCounts(
-                working,
-                lambda i: (
-                    counts[sources[i]] if sources[i] >= 0 else counter.count_message(working[i])
-                ),
-            )
-        else:
-            tokens = [
-                counts[source] if source >= 0 else counter.count_message(message)
-                for source, message in zip(sources, working, strict=True)
-            ]
-        # A summary in the transcript means a compaction already ran, also before a restart:
-        # the head decays (#11996) and that summary is the one to update.
-        memory = self._memory_of(handoff.bodies)
-        boundaries = plan_boundaries(
-            working,
-            budget=self.tail_token_budget,
-            protect_first_n=self._config.protect_first_n,
-            protect_last_n=self._config.protect_last_n,
-            decayed=bool(handoff.bodies) or bool(memory.entries),
-            tokens=tokens,
-        )
-        previous_tokens = sum(counts[i] for i in handoff.summary_sources)
-        # An unwrapped summary (source -1) is not the message its hint was computed for.
-        if hints is None or not handoff.bodies:
-            known: list[int | None] | None = None if hints is None else list(hints)
-        else:
-            known = [hints[i] if i >= 0 else None for i in handoff.sources]
-        return _Plan(
-            working,
-            tokens,
-            known,
-            handoff.previous_summary,
-            previous_tokens,
-            boundaries,
-            handoff.origin,
-            memory,
+        return plan_compaction(
+            messages, counts, flags, hints, counter, self._config, self._memory_of
         )
 
     def _memory_of(self, bodies: Sequence[str]) -> Memory:
