@@ -80,9 +80,16 @@ def render_memory(
 def must_show_tokens(
     memory: Memory, *, count_tokens: Callable[[str], int], pins: Sequence[str] = ()
 ) -> int:
-    """Tokens of a body that shows the pins and the must-show entries and nothing else."""
-    items = [item for item in ordered_items(memory) if item.tier < MUST_SHOW_TIERS]
-    return count_tokens(_body(items, MEMORY_NOTE, pins, hidden=1))
+    """The budget that shows the pins and every must-show entry, as `render_memory` counts."""
+    items = ordered_items(memory)
+    fixed = _body([], MEMORY_NOTE, pins, hidden=len(items))
+    headings = {t.HEADING_PINS} if pins else set()
+    need = count_tokens(fixed)
+    for item in items:
+        if item.tier < MUST_SHOW_TIERS:
+            need += _cost(item, item.heading not in headings, count_tokens)
+            headings.add(item.heading)
+    return need
 
 
 def utf8_bytes(text: str) -> int:
@@ -134,8 +141,7 @@ def _rendered(
         if not _fits(item, closed_below, cost_chars, room, chars_room):
             cost = None
         else:
-            cost = count_tokens(item.line) + 1
-            cost += count_tokens(item.heading) + 2 if new_heading else 0
+            cost = _cost(item, new_heading, count_tokens)
         if cost is None or cost > room:
             hidden += 1
             must_show_hidden += item.tier < MUST_SHOW_TIERS
@@ -148,6 +154,10 @@ def _rendered(
         chosen.append(item)
     body = _body(chosen, note, pins, hidden)
     return Rendered(body, len(chosen), hidden, must_show_hidden)
+
+
+def _cost(item: _Item, new_heading: bool, count_tokens: Callable[[str], int]) -> int:
+    return count_tokens(item.line) + 1 + (count_tokens(item.heading) + 2 if new_heading else 0)
 
 
 def _fits(
