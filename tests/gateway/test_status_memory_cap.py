@@ -29,3 +29,19 @@ async def test_status_says_when_pins_and_rules_outgrow_the_memory_cap(tmp_path: 
             text += "and always copy the warehouse lead on the confirmation mail."
             await app.services.store.add_pin(CHAT, text, "alice")
         assert OVER_CAP in await _status(app, adapter)
+
+
+async def test_the_memory_cap_is_an_operator_setting(tmp_path: Path) -> None:
+    sections = {"compression": {"memory_cap_ratio": 0.05}}
+    async with running(
+        tmp_path,
+        llm=GatedLLM(),
+        summarizer=GatedSummarizer(),
+        clock=FakeClock(),
+        sections=sections,
+    ) as app:
+        settings = app.services.compaction_settings(await app.services.settings_for(CHAT))
+        assert settings.memory_cap_tokens == 5_000
+        for i in range(400):
+            await app.services.store.add_pin(CHAT, f"Rule {i}: the crate {i} waits for Grace.", "a")
+        assert "over the summary's cap of 5,000" in await _status(app, RecordingAdapter())
