@@ -313,6 +313,12 @@ class ContextCompressor(ContextEngine):
         if breaker.is_ineffective(savings):
             state = breaker.record_strike(state, now)
         self._state = state
+        if saved.rendered.must_show_hidden:
+            log.warning(
+                "compaction session=%s: %d must-show memory entries exceed the memory cap",
+                self._session_id,
+                saved.rendered.must_show_hidden,
+            )
         log.info(
             "compaction session=%s outcome=%s messages=%d tokens=%d->%d savings=%.1f%%",
             self._session_id,
