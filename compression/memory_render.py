@@ -82,7 +82,7 @@ def must_show_tokens(
 ) -> int:
     """The budget that shows the pins and every must-show entry, as `render_memory` counts."""
     items = ordered_items(memory)
-    fixed = _body([], MEMORY_NOTE, pins, hidden=len(items))
+    fixed = _body([], UNAVAILABLE_NOTE, pins, hidden=len(items))  # the longer note
     headings = {t.HEADING_PINS} if pins else set()
     need = count_tokens(fixed)
     for item in items:

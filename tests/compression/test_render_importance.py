@@ -7,7 +7,7 @@ from dataclasses import replace
 
 import pytest
 
-from compactbot.compression import CompressorConfig, ContextCompressor
+from compactbot.compression import SUMMARY_PREFIX, CompressorConfig, ContextCompressor
 from compactbot.compression.memory import (
     ENTRY_KINDS,
     EntryKind,
@@ -26,8 +26,10 @@ from compactbot.compression.memory_render import (
 from compactbot.compression.tokens import TokenCounter
 from tests.compression.labelled_session import PREFERENCES, RULES, chatter, labelled_session
 from tests.compression.scripted import (
+    FILLER,
     FakeClock,
     PerfectSummarizer,
+    assistant,
     group_chat,
     request_text,
     system,
@@ -178,6 +180,9 @@ async def test_its_own_output_keeps_the_memory() -> None:
     done = await compressor.compress(first, force=True)
     later = await compressor.compress([*done.messages, *group_chat(30, start=90)], force=True)
     assert later.outcome == "compressed" and "never share the vault code" in (later.summary or "")
+    assert done.memory is not None and later.memory is not None
+    ids = {(e.id, e.text) for e in done.memory.entries}
+    assert ids <= {(e.id, e.text) for e in later.memory.entries}  # carried, not re-read
 
 
 async def test_must_show_entries_are_never_shed_to_make_a_compaction_save() -> None:
@@ -199,3 +204,21 @@ async def test_must_show_entries_are_never_shed_to_make_a_compaction_save() -> N
     assert saved.outcome == "compressed" and saved.tokens_after < saved.tokens_before
     assert saved.summary is not None and all(rule.text in saved.summary for rule in rules)
     assert 0 < saved.summary.count("RC-") < len(facts)
+
+
+async def test_its_own_summary_merged_into_a_tail_message_keeps_the_memory() -> None:
+    compressor = ContextCompressor(SMALL, clock=FakeClock())
+    first = [system(), user("Ann", "RULE: never share the vault code.")]
+    for i in range(40):
+        first += [assistant(f"reply {i} " + FILLER), user("Ben", f"msg {i} " + FILLER)]
+    first.append(assistant("final answer"))
+    done = await compressor.compress(first, force=True)
+    # User head, assistant tail: the summary rides inside the first tail message.
+    merged = done.messages[2]
+    assert merged["role"] == "assistant" and SUMMARY_PREFIX in str(merged["content"])
+    later = await compressor.compress(
+        [*done.messages, user("Cy", "FACT-9: the bus leaves at 07:40")]
+    )
+    assert done.memory is not None and later.memory is not None
+    carried = {(e.id, e.text) for e in later.memory.entries}
+    assert {(e.id, e.text) for e in done.memory.entries} <= carried  # carried, not re-read
