@@ -222,3 +222,14 @@ async def test_its_own_summary_merged_into_a_tail_message_keeps_the_memory() -> 
     assert done.memory is not None and later.memory is not None
     carried = {(e.id, e.text) for e in later.memory.entries}
     assert {(e.id, e.text) for e in done.memory.entries} <= carried  # carried, not re-read
+
+
+def test_the_memory_cap_defaults_to_a_tenth_of_the_window_with_the_summary_floor() -> None:
+    assert CompressorConfig(context_length=200_000).memory_cap_tokens == 20_000
+    assert CompressorConfig(context_length=8_000).memory_cap_tokens == 2_000
+    assert (
+        CompressorConfig(context_length=200_000, memory_cap_ratio=0.2).memory_cap_tokens == 40_000
+    )
+    for bad in (0.0, -0.1, 1.5):
+        with pytest.raises(ValueError, match="memory_cap_ratio"):
+            CompressorConfig(context_length=8_000, memory_cap_ratio=bad)
