@@ -163,6 +163,8 @@ class CompressionConfig(_Section):
     protect_first_n: Annotated[int, Field(ge=0, le=100)] = 3
     protect_last_n: Annotated[int, _in("protect_last_n")] = 20
     abort_on_summary_failure: bool = False
+    # Most of the window the summary may take for pins, rules, preferences and open actions.
+    memory_cap_ratio: Annotated[float, Field(gt=0, le=1)] = 0.10
     context_engine: Annotated[str, AfterValidator(check_context_engine)] = "compressor"
     hygiene_threshold: Annotated[float, _in("hygiene_threshold")] = 0.85
     hygiene_hard_message_limit: Annotated[int, _in("hygiene_hard_message_limit")] = 5000
