@@ -35,11 +35,13 @@ _SECRET_KEY_NAMES = (
 )
 SECRET_KEY = re.compile(rf"^(?:[\w-]*[_-])?(?:{_SECRET_KEY_NAMES})$", re.IGNORECASE)
 _ASSIGNMENT = re.compile(
-    rf"(?P<key>(?<![A-Za-z0-9])(?:{_SECRET_KEY_NAMES})[\"']?)(?P<sep>\s*[=:]\s*)"
+    # `query`: the key follows "?" or "&", so the value ends at the next "&" of the query string;
+    # anywhere else a password may hold "&" ("Tr0ub4dor&3") and is masked to the next space.
+    rf"(?P<key>(?:(?P<query>(?<=[?&]))|(?<![A-Za-z0-9]))(?:{_SECRET_KEY_NAMES})[\"']?)"
+    r"(?P<sep>\s*[=:]\s*)"
     r"(?!(?:null|true|false)\b)"
-    # An unquoted value runs to the next space, or to "&name=" of a query string: a password
-    # may hold "&" ("Tr0ub4dor&3") and is masked whole.
-    r"(?P<value>\"(?:[^\"\\\n]|\\.)*\"|'[^'\n]*'|[^\s;,\"'<>{}\[\]]+?(?=&\w+=|[\s;,\"'<>{}\[\]]|\Z))",
+    r"(?P<value>\"(?:[^\"\\\n]|\\.)*\"|'[^'\n]*'"
+    r"|[^\s;,\"'<>{}\[\]]+?(?=(?(query)&|(?!))|[\s;,\"'<>{}\[\]]|\Z))",
     re.IGNORECASE,
 )
 # "the wifi password is hunter2": group chats state secrets in prose more than in config syntax.
