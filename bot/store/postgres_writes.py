@@ -38,7 +38,7 @@ from compactbot.bot.store.postgres_bookkeeping import (
 from compactbot.bot.store.postgres_database import PostgresDatabase, affected
 from compactbot.bot.store.postgres_memory import write_memory
 from compactbot.bot.store.postgres_queue_sql import NOTIFY_SQL, check_turn_fence, enqueue_turn
-from compactbot.bot.store.sqlite_writes import event_params
+from compactbot.bot.store.sqlite_writes import copied_from, event_params
 from compactbot.compression.memory import Memory
 from compactbot.compression.state import CompressorState
 
@@ -49,6 +49,15 @@ log = logging.getLogger(__name__)
 
 COUNT_ACTIVE_SQL = (
     "SELECT coalesce(sum(tokens), 0), count(*) FROM messages WHERE session_id = $1 AND active"
+)
+# How many of the rows a compaction read are still live.
+LIVE_SPAN_SQL = (
+    "SELECT count(*) FROM messages WHERE session_id = $1 AND active AND id = ANY($2::bigint[])"
+)
+REFRESH_COPY_SQL = (
+    "UPDATE messages c SET content = o.content, content_format = o.content_format,"
+    " tokens = o.tokens, hints = o.hints, search_text = o.search_text"
+    " FROM messages o WHERE o.id = $1 AND c.id = $2"
 )
 UPSERT_CHAT_SQL = (
     "INSERT INTO chats(key, platform, title, parent_key, is_group, created_at)"
@@ -174,11 +183,12 @@ class PostgresWrites:
         event: CompressionEvent | None = None,
         holder: str | None = None,
         memory: Memory | None = None,
+        span_ids: Sequence[int] | None = None,
     ) -> CompactionCommit | None:
         sid = session.id
         now = self._clock()
         async with self._db.transaction() as conn:
-            current = await _may_commit(conn, session, holder, now)
+            current = await _may_commit(conn, session, holder, now, span_ids)
             if current is None:
                 return None
             archived, inserted_ids = 0, tuple[int, ...]()
@@ -190,8 +200,10 @@ class PostgresWrites:
                     )
                     return None
                 archived, inserted_ids = moved
+                if current.version != session.version:
+                    await conn.executemany(REFRESH_COPY_SQL, copied_from(compacted, inserted_ids))
             tokens, count = await count_active(conn, sid)
-            version = session.version + 1
+            version = current.version + 1
             await conn.execute(
                 "UPDATE sessions SET active_tokens = $1, active_messages = $2, version = $3"
                 " WHERE id = $4",
@@ -228,14 +240,18 @@ class PostgresWrites:
 
 
 async def _may_commit(
-    conn: PooledConnection, session: SessionRecord, holder: str | None, now: float
+    conn: PooledConnection,
+    session: SessionRecord,
+    holder: str | None,
+    now: float,
+    span_ids: Sequence[int] | None,
 ) -> SessionRecord | None:
     """The locked session row when the commit may go ahead; None when it was fenced out."""
     # Compare-and-set: the row lock makes a concurrent commit wait, then see our version.
     row: Any = await conn.fetchrow("SELECT * FROM sessions WHERE id = $1 FOR UPDATE", session.id)
     if row is None:
         raise SessionNotFound(session.id)
-    if row["version"] != session.version:
+    if row["version"] != session.version and not await _span_live(conn, session.id, span_ids):
         log.info(
             "compaction fenced out (chat=%s session=%d expected_version=%d version=%d)",
             session.chat_key,
@@ -257,6 +273,16 @@ async def _may_commit(
             log.info("compaction lease lost (chat=%s session=%d)", session.chat_key, session.id)
             return None
     return rows.session_from_row(row)
+
+
+async def _span_live(
+    conn: PooledConnection, session_id: int, span_ids: Sequence[int] | None
+) -> bool:
+    """Every row the compaction read is still live (bot/store/sqlite_writes.py `_span_live`)."""
+    if span_ids is None:
+        return False
+    wanted = sorted(set(span_ids))
+    return int(await conn.fetchval(LIVE_SPAN_SQL, session_id, wanted)) == len(wanted)
 
 
 async def _replace_up_to(

@@ -6,6 +6,7 @@ only ever holds the state before it or the state after it (SPEC 4).
 
 from __future__ import annotations
 
+import json
 import logging
 import sqlite3
 from collections.abc import Callable, Sequence
@@ -54,6 +55,15 @@ COUNT_ACTIVE_SQL = (
 WRITE_STATE_SQL = (
     f"UPDATE sessions SET {', '.join(f'{column} = ?' for column in rows.STATE_COLUMNS)}"
     " WHERE id = ?"
+)
+# How many of the rows a compaction read are still live (ids as one JSON array parameter).
+LIVE_SPAN_SQL = (
+    "SELECT count(*) FROM messages WHERE session_id = ? AND active = 1"
+    " AND id IN (SELECT value FROM json_each(?))"
+)
+REFRESH_COPY_SQL = (
+    "UPDATE messages SET (content, content_format, tokens, hints) ="
+    " (SELECT content, content_format, tokens, hints FROM messages WHERE id = ?) WHERE id = ?"
 )
 INSERT_EVENT_SQL = (
     "INSERT INTO compression_events(chat_key, session_id, trigger, started_at,"
@@ -112,11 +122,13 @@ class CompactionWrites:
         event: CompressionEvent | None = None,
         holder: str | None = None,
         memory: Memory | None = None,
+        span_ids: Sequence[int] | None = None,
     ) -> CompactionCommit | None:
         sid = session.id
         now = self._clock()
         async with self._db.transaction() as conn:
-            if not await self._may_commit(conn, session, holder, now):
+            current = await self._may_commit(conn, session, holder, now, span_ids)
+            if current is None:
                 return None
             archived, inserted_ids = 0, tuple[int, ...]()
             if watermark is not None:
@@ -127,8 +139,10 @@ class CompactionWrites:
                     )
                     return None
                 archived, inserted_ids = moved
+                if current != session.version:
+                    await conn.executemany(REFRESH_COPY_SQL, copied_from(compacted, inserted_ids))
             tokens, count = await count_active(conn, sid)
-            version = session.version + 1
+            version = current + 1
             await conn.execute(
                 "UPDATE sessions SET active_tokens = ?, active_messages = ?, version = ?"
                 " WHERE id = ?",
@@ -161,12 +175,18 @@ class CompactionWrites:
         )
 
     async def _may_commit(
-        self, conn: aiosqlite.Connection, session: SessionRecord, holder: str | None, now: float
-    ) -> bool:
+        self,
+        conn: aiosqlite.Connection,
+        session: SessionRecord,
+        holder: str | None,
+        now: float,
+        span_ids: Sequence[int] | None,
+    ) -> int | None:
+        """The session's current version when the commit may go ahead; None when fenced out."""
         row = await one(conn, "SELECT version FROM sessions WHERE id = ?", (session.id,))
         if row is None:
             raise SessionNotFound(session.id)
-        if row["version"] != session.version:
+        if row["version"] != session.version and not await _span_live(conn, session.id, span_ids):
             log.info(
                 "compaction fenced out (chat=%s session=%d expected_version=%d version=%d)",
                 session.chat_key,
@@ -174,18 +194,44 @@ class CompactionWrites:
                 session.version,
                 row["version"],
             )
-            return False
-        if holder is None:
-            return True
-        lock = await one(
-            conn,
-            "SELECT 1 FROM compression_locks"
-            " WHERE session_id = ? AND holder = ? AND expires_at > ?",
-            (session.id, holder, now),
-        )
-        if lock is None:
-            log.info("compaction lease lost (chat=%s session=%d)", session.chat_key, session.id)
-        return lock is not None
+            return None
+        if holder is not None:
+            lock = await one(
+                conn,
+                "SELECT 1 FROM compression_locks"
+                " WHERE session_id = ? AND holder = ? AND expires_at > ?",
+                (session.id, holder, now),
+            )
+            if lock is None:
+                log.info("compaction lease lost (chat=%s session=%d)", session.chat_key, session.id)
+                return None
+        return int(row["version"])
+
+
+async def _span_live(
+    conn: aiosqlite.Connection, session_id: int, span_ids: Sequence[int] | None
+) -> bool:
+    """Every row the compaction read is still live: the version moved only by in-place changes.
+
+    Any other compaction archives the oldest live row, which every span starts with, and a
+    delete takes its row out; either way the compaction read a transcript that is gone.
+    """
+    if span_ids is None:
+        return False
+    wanted = set(span_ids)
+    row = await one(conn, LIVE_SPAN_SQL, (session_id, json.dumps(sorted(wanted))))
+    return int(row[0]) == len(wanted)
+
+
+def copied_from(
+    compacted: Sequence[NewMessage], inserted_ids: Sequence[int]
+) -> list[tuple[int, int]]:
+    """(original id, copy id) of each verbatim copy among the rows just inserted."""
+    return [
+        (message.copy_of, new_id)
+        for message, new_id in zip(compacted, inserted_ids, strict=True)
+        if message.copy_of is not None
+    ]
 
 
 async def _replace_up_to(

@@ -109,3 +109,44 @@ async def test_late_content_replaces_the_text_totals_and_search_without_a_revisi
     )
     await store.set_message_content(mid + 1000, "nobody", 1)  # an unknown id: nothing happens
     assert await store.recount(session.id) == (40, 1)
+
+
+async def test_an_edit_while_a_compaction_runs_is_applied_after_its_commit(store: Store) -> None:
+    session = await store.active_session(CHAT)
+    ids = await store.append_messages(
+        session.id, [posted("middle", "91", 5), user("more"), posted("tail", "92", 5)]
+    )
+    read = await store.get_session(session.id)
+    # Both edits land after the compaction read the rows and before it commits.
+    assert await store.edit_platform_message(CHAT, "91", "[alice] middle, edited", 7)
+    assert await store.edit_platform_message(CHAT, "92", "[alice] tail, edited", 9)
+    edited = await store.get_session(session.id)
+    copy = replace(posted("tail", "92", 5), copy_of=ids[-1])
+
+    commit = await store.archive_and_compact(read, [summary("S", 20), copy], ids[-1], span_ids=ids)
+
+    assert commit is not None and commit.version == edited.version + 1
+    [live_summary, live_tail] = await store.load_active(session.id)
+    assert live_summary.content == "S"
+    assert (live_tail.content, live_tail.tokens) == ("[alice] tail, edited", 9)
+    archived = await store.load_messages(session.id, ids)
+    assert [m.content for m in archived if not m.active] == [
+        "[alice] middle, edited",
+        "[alice] more",
+        "[alice] tail, edited",
+    ]
+    assert await store.message_revisions(ids[0]) == ["[alice] middle"]
+    after = await store.get_session(session.id)
+    totals = (after.active_tokens, after.active_messages)
+    assert totals == (29, 2) == await store.recount(session.id)
+
+
+async def test_a_delete_of_a_row_the_compaction_read_still_fences_it_out(store: Store) -> None:
+    session = await store.active_session(CHAT)
+    ids = await store.append_messages(session.id, [posted("secret", "93", 5), user("more")])
+    read = await store.get_session(session.id)
+    assert await store.delete_platform_message(CHAT, "93")
+
+    # Its summary was written from a message that is gone: it must not be committed.
+    assert await store.archive_and_compact(read, [summary("S")], ids[-1], span_ids=ids) is None
+    assert [m.id for m in await store.load_active(session.id)] == [ids[1]]
