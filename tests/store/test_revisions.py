@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from compactbot.bot.store import NewMessage, Store
+from compactbot.compression.template import SUMMARY_END_MARKER, merge_into, wrap_summary
 from tests.store.factories import summary, user
 
 CHAT = "telegram:-100"
@@ -150,3 +151,44 @@ async def test_a_delete_of_a_row_the_compaction_read_still_fences_it_out(store: 
     # Its summary was written from a message that is gone: it must not be committed.
     assert await store.archive_and_compact(read, [summary("S")], ids[-1], span_ids=ids) is None
     assert [m.id for m in await store.load_active(session.id)] == [ids[1]]
+
+
+def merged(text: str, platform_id: str, tokens: int) -> NewMessage:
+    """A compaction's copy of a kept message with the summary merged into it (SPEC 6.9)."""
+    content = merge_into(f"[alice] {text}", wrap_summary("- the budget cap is 40k"))
+    return replace(posted(text, platform_id, tokens), content=content, kind="summary")
+
+
+async def test_an_edit_of_a_message_a_summary_was_merged_into_keeps_the_summary(
+    store: Store,
+) -> None:
+    session = await store.active_session(CHAT)
+    ids = await store.append_messages(session.id, [user("old"), posted("first kept", "95", 5)])
+    copy = merged("first kept", "95", 30)
+    assert await store.archive_and_compact(session, [copy], ids[-1]) is not None
+
+    assert await store.edit_platform_message(CHAT, "95", "[alice] first kept, edited", 8)
+
+    [live] = await store.load_active(session.id)
+    assert live.content == merge_into(
+        "[alice] first kept, edited", wrap_summary("- the budget cap is 40k")
+    )
+    assert live.platform_message_id == "95" and live.tokens == 30 - 5 + 8
+    assert await store.message_revisions(ids[-1]) == ["[alice] first kept"]
+    found = await store.find_platform_message(CHAT, "95")
+    assert found is not None and found.content == "[alice] first kept, edited"
+    after = await store.get_session(session.id)
+    assert (
+        (after.active_tokens, after.active_messages) == (33, 1) == await store.recount(session.id)
+    )
+
+    assert await store.delete_platform_message(CHAT, "95")
+
+    [live] = await store.load_active(session.id)
+    assert live.kind == "summary" and live.platform_message_id is None
+    assert "first kept" not in live.text and "the budget cap is 40k" in live.text
+    assert live.text.endswith(SUMMARY_END_MARKER)
+    after = await store.get_session(session.id)
+    assert (
+        (after.active_tokens, after.active_messages) == (25, 1) == await store.recount(session.id)
+    )
