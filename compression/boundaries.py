@@ -122,9 +122,19 @@ def _anchor(
     reply = last_index(messages, is_visible_assistant_reply, head_end)
     if 0 <= reply < cut:
         pulled = align_backward(messages, reply, head_end)
-        if sum(tokens[index] for index in range(pulled, len(messages))) <= ceiling:
+        if _fits(tokens, pulled, cut, ceiling):
             cut = pulled
     return cut
+
+
+def _fits(tokens: Sequence[int], start: int, cut: int, ceiling: int) -> bool:
+    """Whether `[start:]` fits `ceiling`; counts no further back than the ceiling reaches."""
+    total = sum(tokens[index] for index in range(cut, len(tokens)))
+    for index in range(cut - 1, start - 1, -1):
+        if total > ceiling:
+            return False
+        total += tokens[index]
+    return total <= ceiling
 
 
 def plan_boundaries(
