@@ -88,6 +88,9 @@ async def test_a_paused_breaker_never_lets_a_request_exceed_the_window(tmp_path:
             assert await _ask(app, adapter, "what is the plan for the office move? @bot") == "noted"
             await _pause_breaker(app)
             await _flood(app, adapter, 4 * WINDOW)
+            flooded = await app.services.store.active_session(CHAT)
+            # Hygiene kept compacting once the session no longer fitted (41K tokens without).
+            assert flooded.active_tokens < 2 * WINDOW
             assert await _ask(app, adapter, "so who moves first? @bot") == "noted"
             session = await app.services.store.active_session(CHAT)
             # Still paused: only the compactions the requests needed ran.
