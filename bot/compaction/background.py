@@ -55,11 +55,13 @@ class BackgroundCompactions:
         )
         if reason is None:
             return
-        # A paused breaker stops the automatic retries, never the room the next request needs.
+        # A paused breaker stops the automatic retries, never the room the next request needs;
+        # a failing summarizer is left to its cooldown (the next turn still makes room).
         forced = False
-        if breaker.is_paused(session.compressor, services.clock()):
+        now = services.clock()
+        if breaker.is_paused(session.compressor, now):
             window = services.compaction_settings(settings)
-            if not needs_room(
+            if breaker.in_cooldown(session.compressor, now) or not needs_room(
                 tokens=tokens, context_length=window.context_length, max_tokens=window.max_tokens
             ):
                 return
