@@ -12,6 +12,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from compactbot.bot.store.message_records import NewMessage
+from compactbot.bot.store.rows import encode_content
 from compactbot.compression.template import MERGE_DELIMITER, unwrap_merged
 
 
@@ -59,3 +61,19 @@ def member_row(copies: Sequence[Mapping[str, Any]]) -> Mapping[str, Any]:
     """The newest of a message's rows (in id order) that holds only the member's message."""
     plain = [c for c in copies if merged_rewrite(c["content"], c["content_format"], "") is None]
     return (plain or copies)[-1]
+
+
+def refreshed_merge(
+    copy: NewMessage, member_text: str | None, member_format: str, member_tokens: int
+) -> tuple[Rewrite, int] | None:
+    """A merged copy's text and count once its member's row reads `member_text` (edited while
+    the compaction ran); None when that is what it was merged with, or it is no merged copy."""
+    if copy.copied_tokens is None or member_format != "text" or member_text is None:
+        return None
+    stored, content_format = encode_content(copy.content)
+    if content_format == "text" and stored is not None and unwrap_merged(stored) == member_text:
+        return None
+    rewrite = merged_rewrite(stored, content_format, member_text)
+    if rewrite is None:
+        return None
+    return rewrite, merged_tokens(copy.tokens, copy.copied_tokens, member_tokens)

@@ -35,10 +35,11 @@ from compactbot.bot.store.postgres_bookkeeping import (
     mark_processed,
     prune_processed,
 )
+from compactbot.bot.store.postgres_commit_edits import refresh_copies, span_live
 from compactbot.bot.store.postgres_database import PostgresDatabase, affected
 from compactbot.bot.store.postgres_memory import write_memory
 from compactbot.bot.store.postgres_queue_sql import NOTIFY_SQL, check_turn_fence, enqueue_turn
-from compactbot.bot.store.sqlite_writes import copied_from, event_params
+from compactbot.bot.store.sqlite_writes import event_params
 from compactbot.compression.memory import Memory
 from compactbot.compression.state import CompressorState
 
@@ -49,15 +50,6 @@ log = logging.getLogger(__name__)
 
 COUNT_ACTIVE_SQL = (
     "SELECT coalesce(sum(tokens), 0), count(*) FROM messages WHERE session_id = $1 AND active"
-)
-# How many of the rows a compaction read are still live.
-LIVE_SPAN_SQL = (
-    "SELECT count(*) FROM messages WHERE session_id = $1 AND active AND id = ANY($2::bigint[])"
-)
-REFRESH_COPY_SQL = (
-    "UPDATE messages c SET content = o.content, content_format = o.content_format,"
-    " tokens = o.tokens, hints = o.hints, search_text = o.search_text"
-    " FROM messages o WHERE o.id = $1 AND c.id = $2"
 )
 UPSERT_CHAT_SQL = (
     "INSERT INTO chats(key, platform, title, parent_key, is_group, created_at)"
@@ -201,7 +193,7 @@ class PostgresWrites:
                     return None
                 archived, inserted_ids = moved
                 if current.version != session.version:
-                    await conn.executemany(REFRESH_COPY_SQL, copied_from(compacted, inserted_ids))
+                    await refresh_copies(conn, compacted, inserted_ids)
             tokens, count = await count_active(conn, sid)
             version = current.version + 1
             await conn.execute(
@@ -251,7 +243,7 @@ async def _may_commit(
     row: Any = await conn.fetchrow("SELECT * FROM sessions WHERE id = $1 FOR UPDATE", session.id)
     if row is None:
         raise SessionNotFound(session.id)
-    if row["version"] != session.version and not await _span_live(conn, session.id, span_ids):
+    if row["version"] != session.version and not await span_live(conn, session.id, span_ids):
         log.info(
             "compaction fenced out (chat=%s session=%d expected_version=%d version=%d)",
             session.chat_key,
@@ -273,16 +265,6 @@ async def _may_commit(
             log.info("compaction lease lost (chat=%s session=%d)", session.chat_key, session.id)
             return None
     return rows.session_from_row(row)
-
-
-async def _span_live(
-    conn: PooledConnection, session_id: int, span_ids: Sequence[int] | None
-) -> bool:
-    """Every row the compaction read is still live (bot/store/sqlite_writes.py `_span_live`)."""
-    if span_ids is None:
-        return False
-    wanted = sorted(set(span_ids))
-    return int(await conn.fetchval(LIVE_SPAN_SQL, session_id, wanted)) == len(wanted)
 
 
 async def _replace_up_to(

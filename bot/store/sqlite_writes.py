@@ -6,7 +6,6 @@ only ever holds the state before it or the state after it (SPEC 4).
 
 from __future__ import annotations
 
-import json
 import logging
 import sqlite3
 from collections.abc import Callable, Sequence
@@ -29,6 +28,7 @@ from compactbot.bot.store.base import (
 )
 from compactbot.bot.store.database import Database, one
 from compactbot.bot.store.memory_rows import write_memory
+from compactbot.bot.store.sqlite_commit_edits import refresh_copies, span_live
 from compactbot.bot.store.sqlite_fts import BackgroundIndexer
 from compactbot.bot.store.sqlite_ingest import (
     INSERT_CHAT_SQL,
@@ -55,15 +55,6 @@ COUNT_ACTIVE_SQL = (
 WRITE_STATE_SQL = (
     f"UPDATE sessions SET {', '.join(f'{column} = ?' for column in rows.STATE_COLUMNS)}"
     " WHERE id = ?"
-)
-# How many of the rows a compaction read are still live (ids as one JSON array parameter).
-LIVE_SPAN_SQL = (
-    "SELECT count(*) FROM messages WHERE session_id = ? AND active = 1"
-    " AND id IN (SELECT value FROM json_each(?))"
-)
-REFRESH_COPY_SQL = (
-    "UPDATE messages SET (content, content_format, tokens, hints) ="
-    " (SELECT content, content_format, tokens, hints FROM messages WHERE id = ?) WHERE id = ?"
 )
 INSERT_EVENT_SQL = (
     "INSERT INTO compression_events(chat_key, session_id, trigger, started_at,"
@@ -140,7 +131,7 @@ class CompactionWrites:
                     return None
                 archived, inserted_ids = moved
                 if current != session.version:
-                    await conn.executemany(REFRESH_COPY_SQL, copied_from(compacted, inserted_ids))
+                    await refresh_copies(conn, compacted, inserted_ids)
             tokens, count = await count_active(conn, sid)
             version = current + 1
             await conn.execute(
@@ -186,7 +177,7 @@ class CompactionWrites:
         row = await one(conn, "SELECT version FROM sessions WHERE id = ?", (session.id,))
         if row is None:
             raise SessionNotFound(session.id)
-        if row["version"] != session.version and not await _span_live(conn, session.id, span_ids):
+        if row["version"] != session.version and not await span_live(conn, session.id, span_ids):
             log.info(
                 "compaction fenced out (chat=%s session=%d expected_version=%d version=%d)",
                 session.chat_key,
@@ -206,32 +197,6 @@ class CompactionWrites:
                 log.info("compaction lease lost (chat=%s session=%d)", session.chat_key, session.id)
                 return None
         return int(row["version"])
-
-
-async def _span_live(
-    conn: aiosqlite.Connection, session_id: int, span_ids: Sequence[int] | None
-) -> bool:
-    """Every row the compaction read is still live: the version moved only by in-place changes.
-
-    Any other compaction archives the oldest live row, which every span starts with, and a
-    delete takes its row out; either way the compaction read a transcript that is gone.
-    """
-    if span_ids is None:
-        return False
-    wanted = set(span_ids)
-    row = await one(conn, LIVE_SPAN_SQL, (session_id, json.dumps(sorted(wanted))))
-    return int(row[0]) == len(wanted)
-
-
-def copied_from(
-    compacted: Sequence[NewMessage], inserted_ids: Sequence[int]
-) -> list[tuple[int, int]]:
-    """(original id, copy id) of each verbatim copy among the rows just inserted."""
-    return [
-        (message.copy_of, new_id)
-        for message, new_id in zip(compacted, inserted_ids, strict=True)
-        if message.copy_of is not None
-    ]
 
 
 async def _replace_up_to(

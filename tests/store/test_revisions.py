@@ -192,3 +192,23 @@ async def test_an_edit_of_a_message_a_summary_was_merged_into_keeps_the_summary(
     assert (
         (after.active_tokens, after.active_messages) == (25, 1) == await store.recount(session.id)
     )
+
+
+async def test_an_edit_while_a_compaction_runs_reaches_the_copy_its_summary_merged_into(
+    store: Store,
+) -> None:
+    session = await store.active_session(CHAT)
+    ids = await store.append_messages(session.id, [user("old"), posted("first kept", "96", 5)])
+    read = await store.get_session(session.id)
+    assert await store.edit_platform_message(CHAT, "96", "[alice] first kept, edited", 8)
+    copy = replace(merged("first kept", "96", 30), copy_of=ids[-1], copied_tokens=5)
+
+    assert await store.archive_and_compact(read, [copy], ids[-1], span_ids=ids) is not None
+
+    [live] = await store.load_active(session.id)
+    assert live.content == merge_into(
+        "[alice] first kept, edited", wrap_summary("- the budget cap is 40k")
+    )
+    after = await store.get_session(session.id)
+    totals = (after.active_tokens, after.active_messages)
+    assert totals == (33, 1) == await store.recount(session.id)
