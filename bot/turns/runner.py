@@ -232,7 +232,8 @@ class AgentRunner:
             system_prompt=await self._system_prompt_for(turn.request.chat_key),
             force=force,
             upto_id=turn.anchor_id,
-            urgent=trigger == "overflow",
+            # Overflow, or a request that would not fit: it cannot wait for a rate-limited summary.
+            urgent=force,
         )
         if report.outcome == "locked":
             # Another path (hygiene, overnight, the CLI) holds the lease: its result is ours.
