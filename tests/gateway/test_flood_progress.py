@@ -74,6 +74,9 @@ async def test_a_question_after_a_flood_of_four_windows_following_the_reply_fits
             assert max(model.prompts) <= WINDOW, model.prompts
             session = await app.services.store.active_session(CHAT)
             assert session.compressor.pause_until < time.time()
+            # The first reply could not stay in the tail: it was summarised with its question.
+            live = [m.text for m in await app.services.store.load_active(session.id)]
+            assert not any("plan for the office move" in text for text in live)
             answer = await _ask(app, adapter, "/compress", author="Root")
             assert answer.startswith("🗜️ Compressed"), answer
             assert max(model.prompts) <= WINDOW, model.prompts
