@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -10,7 +11,7 @@ from typing import Any
 
 from compactbot.compression import breaker
 from compactbot.compression.engine import ContextEngine
-from compactbot.compression.fold import middle_span
+from compactbot.compression.fold import Span, middle_span
 from compactbot.compression.lazy_counts import LazyCounts
 from compactbot.compression.memory import Memory, MessageSource
 from compactbot.compression.message_counts import (
@@ -173,7 +174,9 @@ class ContextCompressor(ContextEngine):
         messages of `memory.reread` by id, read again by the summarizer (SPEC 6.11).
         `hints`: one `message_hints()` per message, computed when the caller stored it.
         """
-        counts = input_counts(messages, token_counts, self._counter)
+        # The CPU work of a compaction runs off the event loop, which it would otherwise hold
+        # for as long as the transcript is long (SPEC 17: never more than 20 ms).
+        counts = await asyncio.to_thread(input_counts, messages, token_counts, self._counter)
         counter = self._counter  # what the call counts besides the input: new texts
         if self._call_cache:
             counter = TokenCounter(self._config.model, cache_entries=CALL_COUNT_CACHE_TEXTS)
@@ -213,16 +216,23 @@ class ContextCompressor(ContextEngine):
         if force:
             self._state = breaker.lift_cooldown(self._state)
         elif breaker.is_paused(self._state, now):
-            return self._unchanged(messages, counts, "noop", "breaker paused", strike=False)
-        plan = self._plan(messages, counts, kinds, hints, counter)
+            return await self._unchanged(messages, counts, "noop", "breaker paused", strike=False)
+        plan = await asyncio.to_thread(self._plan, messages, counts, kinds, hints, counter)
         if plan.boundaries.empty:
-            return self._unchanged(messages, counts, "noop", "nothing to compress", strike=True)
+            return await self._unchanged(
+                messages, counts, "noop", "nothing to compress", strike=True
+            )
         start, end = plan.boundaries.start, plan.boundaries.end
-        pruned, changed = prune_tracked(plan.working, end, plan.hints)
-        kept_changed = [i for i in changed if not start <= i < end]
-        pruned_tokens = recounted(pruned, plan.tokens, kept_changed, counter)
-        span = middle_span(pruned, start, end, changed, plan.origin, plan.hints, sources)
-        middle_tokens = summarised_tokens(pruned, plan.tokens, start, end, changed)
+
+        def cut() -> tuple[Messages, Sequence[int], Span, int]:
+            pruned, changed = prune_tracked(plan.working, end, plan.hints)
+            kept_changed = [i for i in changed if not start <= i < end]
+            pruned_tokens = recounted(pruned, plan.tokens, kept_changed, counter)
+            span = middle_span(pruned, start, end, changed, plan.origin, plan.hints, sources)
+            middle = summarised_tokens(pruned, plan.tokens, start, end, changed)
+            return pruned, pruned_tokens, span, middle
+
+        pruned, pruned_tokens, span, middle_tokens = await asyncio.to_thread(cut)
         step = SummaryStep(
             plan.memory,
             plan.previous_summary,
@@ -241,12 +251,16 @@ class ContextCompressor(ContextEngine):
             step, self._config, self._summarizer, counter, self._state, self._session_id
         )
         if summary.memory is None:
-            return self._unchanged(messages, counts, "aborted", summary.error, strike=False)
-        saved = saving_output(summary, pruned, pruned_tokens, (start, end), counts, counter)
+            return await self._unchanged(messages, counts, "aborted", summary.error, strike=False)
+        saved = await asyncio.to_thread(
+            saving_output, summary, pruned, pruned_tokens, (start, end), counts, counter
+        )
         if saved is None:
-            return self._unchanged(messages, counts, "noop", "summary not smaller", strike=True)
+            return await self._unchanged(
+                messages, counts, "noop", "summary not smaller", strike=True
+            )
         self._memory, self._memory_body = summary.memory, saved.rendered.body
-        return self._completed(saved, summary, end - start, now)
+        return await asyncio.to_thread(self._completed, saved, summary, end - start, now)
 
     def _plan(
         self,
@@ -269,7 +283,7 @@ class ContextCompressor(ContextEngine):
             return self._memory
         return Memory()
 
-    def _unchanged(
+    async def _unchanged(
         self,
         messages: Messages,
         counts: Sequence[int],
@@ -283,9 +297,9 @@ class ContextCompressor(ContextEngine):
         if strike:
             self._state = breaker.record_strike(self._state, now)
         log.info("compaction session=%s outcome=%s reason=%s", self._session_id, outcome, error)
-        before = counts.exact_total() if isinstance(counts, LazyCounts) else sum(counts)
+        before = await asyncio.to_thread(_total, counts)
         return CompressionResult(
-            messages=[dict(m) for m in messages],
+            messages=await asyncio.to_thread(lambda: [dict(m) for m in messages]),
             summary=None,
             outcome=outcome,
             tokens_before=before,
@@ -357,3 +371,7 @@ def _prompt_tokens(usage: Any) -> int:
     if value is None and usage is not None and not isinstance(usage, Mapping):
         value = getattr(usage, "prompt_tokens", None)
     return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+
+def _total(counts: Sequence[int]) -> int:
+    return counts.exact_total() if isinstance(counts, LazyCounts) else sum(counts)

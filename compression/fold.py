@@ -8,6 +8,7 @@ the caller cannot wait (`urgent`); then the extractor reads the rest and marks i
 
 from __future__ import annotations
 
+import asyncio
 import datetime as dt
 import logging
 from collections.abc import Mapping, Sequence
@@ -175,14 +176,17 @@ async def fold(
 ) -> Folded:
     """Re-read marked spans first, then the new span (`view`: its summary_view, if made
     already); every chunk folds into `memory`."""
-    pending = [
-        *(reread.chunks(ask.input_chars) if reread else []),
-        *span.chunks(ask.input_chars, view),
-    ]
+    # Each step's CPU work (chunking, reading the reply, the extractor) runs off the event loop.
+    pending = await asyncio.to_thread(
+        lambda: [
+            *(reread.chunks(ask.input_chars) if reread else []),
+            *span.chunks(ask.input_chars, view),
+        ]
+    )
     reread_ids = {i for i in (reread.ids if reread else []) if i}
     failure: Folded | None = None
     for position, (chunk, names) in enumerate(pending):
-        shown = format_current(memory, max_chars=ask.memory_chars)
+        shown = await asyncio.to_thread(format_current, memory, max_chars=ask.memory_chars)
         request = SummaryRequest(
             turns=chunk.turns,
             # Summarizers written before the memory read the current entries here.
@@ -207,14 +211,9 @@ async def fold(
         except Exception as exc:  # any other summarizer bug degrades to the extractor
             cause, error = "other", describe(exc)
         else:
-            update = (
-                parse_reply(redact(text), chunk.turns, chunk.ids, ask.today)
-                if isinstance(text, str)
-                else None
-            )
-            if update is not None:
-                memory = apply_update(memory, update)
-                memory = apply_update(memory, _backup(update, chunk, names, ask.today))
+            folded = await asyncio.to_thread(_read_reply, memory, text, chunk, names, ask.today)
+            if folded is not None:
+                memory = folded
                 continue
             # A proxy answering 200 with empty content must not wipe the middle (#11978).
             cause, error = "other", "summarizer returned an empty or unusable summary"
@@ -222,7 +221,7 @@ async def fold(
         if waits or abort_on_failure:
             return Folded(None, "aborted", error, cause)
         rest = [chunk for chunk, _ in pending[position:]]
-        memory = extract_all(memory, rest, ask.today)
+        memory = await asyncio.to_thread(extract_all, memory, rest, ask.today)
         if cause in ("transient", "network"):
             # Read by the extractor only because the model could not be waited for: the next
             # successful LLM compaction reads these messages again (SPEC 6.11).
@@ -236,6 +235,19 @@ async def fold(
     if reread_ids:
         memory = Memory(memory.entries, tuple(i for i in memory.reread if i not in reread_ids))
     return Folded(memory, "compressed")
+
+
+def _read_reply(
+    memory: Memory, text: object, chunk: Span, names: tuple[str, ...], today: dt.date
+) -> Memory | None:
+    """`memory` with the summarizer's reply on `chunk` folded in; None for an unusable reply."""
+    if not isinstance(text, str):
+        return None
+    update = parse_reply(redact(text), chunk.turns, chunk.ids, today)
+    if update is None:
+        return None
+    memory = apply_update(memory, update)
+    return apply_update(memory, _backup(update, chunk, names, today))
 
 
 def _backup(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import datetime as dt
 import logging
 from collections.abc import Callable, Mapping, Sequence
@@ -92,8 +93,10 @@ async def summarise(
         )
 
     # Sized for the memory, not for the span just compacted (SPEC 6.11).
-    need = must_show_tokens(folded_memory, count_tokens=count, pins=step.pins)
-    rendered = render(config.render_budget(span_tokens, need))
+    need = await asyncio.to_thread(
+        must_show_tokens, folded_memory, count_tokens=count, pins=step.pins
+    )
+    rendered = await asyncio.to_thread(render, config.render_budget(span_tokens, need))
     return Summary(folded.outcome, folded.error, folded_memory, rendered, render), state
 
 
@@ -109,15 +112,19 @@ async def _fold(
     today = today_of(step.now)
     span = step.span
     if summarizer is None:
-        return Folded(extract_all(memory, [span], today), "compressed", extracted=True), state
+        # The offline extractor is the CPU work of the compaction: off the event loop.
+        extracted = await asyncio.to_thread(extract_all, memory, [span], today)
+        return Folded(extracted, "compressed", extracted=True), state
     cause = state.cooldown_cause
     if not step.force and breaker.in_cooldown(state, step.now):
         # A failing summarizer is not called again until its cooldown ends (Hermes #11529).
         abort = config.abort_on_summary_failure
-        folded = fold_in_cooldown(memory, span, cause, urgent=step.urgent, abort=abort, today=today)
+        folded = await asyncio.to_thread(
+            fold_in_cooldown, memory, span, cause, urgent=step.urgent, abort=abort, today=today
+        )
         return folded, state
     # The summarizer's view, made once: it also measures the span's density.
-    view = summary_view(span.turns, span.hints)
+    view = await asyncio.to_thread(summary_view, span.turns, span.hints)
     ask = build_ask(
         memory,
         step.working,
