@@ -15,8 +15,10 @@ RATE_WINDOW_SECONDS = 60.0
 # Expired limit rows are deleted at most this often, by whichever write comes next.
 LIMITS_PRUNE_INTERVAL_SECONDS = 600.0
 # A day's spend of a chat with its threads and forum topics (`chat_key` or a child of it).
-CHAT_SPEND_WHERE = "day = {day} AND (chat_key = {chat} OR chat_key IN ("\
+CHAT_SPEND_WHERE = (
+    "day = {day} AND (chat_key = {chat} OR chat_key IN ("
     "SELECT key FROM chats WHERE parent_key = {chat}))"
+)
 
 
 @dataclass(frozen=True, slots=True)
