@@ -14,6 +14,7 @@ from compactbot.bot.compaction.inputs import compress_inputs
 from compactbot.bot.compaction.memory_inputs import memory_inputs
 from compactbot.bot.compaction.report import CHANGED_OUTCOMES, CompactionReport, compaction_notice
 from compactbot.bot.compaction.rows import to_rows
+from compactbot.bot.llm.metering import Meter, spending_for
 from compactbot.bot.operators.metrics import Metrics
 from compactbot.bot.store.base import (
     CompressionEvent,
@@ -41,6 +42,10 @@ class _Usage:
 
     def __call__(self, model: str, prompt_tokens: int, completion_tokens: int) -> None:
         self.calls.append((model, prompt_tokens, completion_tokens))
+
+    @property
+    def tokens(self) -> int:
+        return sum(prompt + completion for _model, prompt, completion in self.calls)
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,8 +96,10 @@ class SessionCompactor:
         leases: CompactionLeases | None = None,
         sleep: Sleep = asyncio.sleep,
         metrics: Metrics | None = None,
+        meter: Meter | None = None,
     ) -> None:
         self.metrics = metrics or Metrics()
+        self._meter = meter
         self._engine = engine
         self._store = store
         self._counter = counter
@@ -205,10 +212,12 @@ class SessionCompactor:
         pins = [p.text for p in await self._store.list_pins(session.chat_key)]
         own_usage = _Usage()
         before = session.compressor
-        compressor = self.build_compressor(job.settings, before, own_usage)
+        # One the budget cannot afford is folded by the offline extractor: no model call.
+        affordable = self._meter is None or not await self._meter.exhausted(session.chat_key, None)
+        compressor = self.build_compressor(job.settings, before, own_usage if affordable else None)
         messages, counts, hints = compress_inputs(job.system_prompt, considered, self._counter)
         memory = await self._store.load_memory(session.id)
-        try:
+        with spending_for(session.chat_key, None, "compression"):
             result = await compressor.compress(
                 messages,
                 focus_topic=job.focus,
@@ -219,8 +228,6 @@ class SessionCompactor:
                 urgent=job.urgent,
                 **await memory_inputs(self._store, session.id, memory, considered),
             )
-        finally:
-            await self._record_usage(session.chat_key, own_usage)
         self.metrics.compressor_changed(before, compressor.state)
         changed = result.outcome in CHANGED_OUTCOMES
         out = list(result.messages)
@@ -239,6 +246,8 @@ class SessionCompactor:
             summary=result.summary if changed else None,
             error=result.error,
             notice=compaction_notice(result, before, compressor.state, self._clock()),
+            summary_calls=len(own_usage.calls),
+            summary_cost_tokens=own_usage.tokens,
         )
         return _Outcome(
             report,
@@ -313,10 +322,6 @@ class SessionCompactor:
             # It expires on its own; start-up reclaims it if this process dies first.
             log.exception("compaction lease not released (session=%d)", lease.session_id)
 
-    async def _record_usage(self, chat_key: str, usage: _Usage) -> None:
-        for _model, prompt, completion in usage.calls:
-            await self._store.add_usage(chat_key, None, "compression", prompt, completion)
-
     def _event(
         self, session: SessionRecord, report: CompactionReport, started: float
     ) -> CompressionEvent:
@@ -333,6 +338,8 @@ class SessionCompactor:
             tokens_after=report.tokens_after,
             summary_tokens=self._counter.count_text(report.summary or ""),
             error=report.error,
+            summary_calls=report.summary_calls,
+            summary_cost_tokens=report.summary_cost_tokens,
         )
 
     async def _record_event(

@@ -195,6 +195,10 @@ class GatewayConfig(_Section):
     admin_cache_seconds: NonNegativeInt = 300
     user_rate_limit_per_minute: Annotated[int, _in("user_rate_limit_per_minute")] = 20
     daily_token_budget: Annotated[int, _in("daily_token_budget")] = 0  # 0: unlimited
+    # Limits a chat's admins cannot raise (SPEC 17); 0: none. A thread counts toward its parent.
+    chat_rate_limit_per_minute: NonNegativeInt = 0  # answers per chat per minute
+    member_daily_token_budget: NonNegativeInt = 0  # tokens one member may spend per chat per day
+    global_daily_token_budget: NonNegativeInt = 0  # tokens every chat together may spend per day
     persona: NonEmpty = DEFAULT_PERSONA
 
 
