@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
+from collections.abc import AsyncIterator
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -11,7 +13,7 @@ from compactbot.bot.events import Attachment, InboundMessage
 from compactbot.bot.settings.config import Config
 from compactbot.bot.settings.loading import load_config
 from compactbot.scheduler.overnight import run_overnight
-from tests.fakes.openai_server import FakeOpenAI, Reply
+from tests.fakes.openai_server import FakeOpenAI, Reply, Responder, default_responder
 from tests.gateway.test_pipeline_e2e import summarizing_responder
 from tests.harness import RecordingAdapter, endpoint_env, group_message
 from tests.scheduler.builders import FakeClock, fill_session
@@ -29,6 +31,18 @@ class PhotoAdapter(RecordingAdapter):
 
     async def download(self, attachment: Attachment, max_bytes: int) -> bytes:
         return PHOTO
+
+
+@contextlib.asynccontextmanager
+async def budget_app(
+    tmp_path: Path, clock: FakeClock, *, responder: Responder = default_responder, yaml: str = ""
+) -> AsyncIterator[tuple[FakeOpenAI, App]]:
+    """A fake model server and an app talking to it, with vision on and `yaml` added."""
+    async with (
+        FakeOpenAI(responder) as fake,
+        App(config_for(tmp_path, fake.base_url, yaml), clock=clock) as app,
+    ):
+        yield fake, app
 
 
 def config_for(tmp_path: Path, base_url: str, yaml: str = "") -> Config:
@@ -55,109 +69,105 @@ async def compacted(app: App, trigger: str) -> list[str]:
 
 async def test_spent_budget_stops_every_model_call_of_the_chat(tmp_path: Path) -> None:
     clock = FakeClock.at(NIGHT)
-    async with FakeOpenAI(summarizing_responder()) as fake:
-        async with App(config_for(tmp_path, fake.base_url), clock=clock) as app:
-            services, store = app.services, app.services.store
-            adapter = PhotoAdapter(admins={"alice"})
-            session_id = await fill_session(services, CHAT, messages=70)
-            await store.set_chat_setting(CHAT, "daily_token_budget", "1000")
-            await store.add_usage(CHAT, "carol", "reply", 900, 100, day=DAY)  # reported spent
+    async with budget_app(tmp_path, clock, responder=summarizing_responder()) as (fake, app):
+        services, store = app.services, app.services.store
+        adapter = PhotoAdapter(admins={"alice"})
+        session_id = await fill_session(services, CHAT, messages=70)
+        await store.set_chat_setting(CHAT, "daily_token_budget", "1000")
+        await store.add_usage(CHAT, "carol", "reply", 900, 100, day=DAY)  # reported spent
 
-            await app.gateway.handle(group_message("@bot are you there?"), adapter)  # a reply
-            await app.gateway.handle(photo_message("look at this"), adapter)  # vision
-            await app.gateway.handle(group_message("/summary", author="Dave"), adapter)
-            await app.gateway.handle(group_message("/compress"), adapter)
-            await app.gateway.join()
-            await fill_session(services, CHAT, messages=70)
-            clock.advance(3_700)  # the chat has been idle long enough for the overnight job
-            assert [r.outcome for _, r in await run_overnight(services, jitter=lambda: 0.0)]
-            await fill_session(services, CHAT, messages=70)
-            settings = await services.settings_for(CHAT)
-            report = await services.compactor.compact(
-                session_id,
-                trigger="overflow",
-                settings=services.compaction_settings(settings),
-                system_prompt=await services.system_prompt_for(CHAT),
-                force=True,
-            )
-            await fill_session(services, CHAT, messages=70)
-            await store.set_chat_setting(CHAT, "hygiene_hard_message_limit", "10")
-            await app.gateway.handle(group_message("chatter", addressed=False), adapter)
-            await asyncio.wait_for(app.gateway.join(), 10)
+        await app.gateway.handle(group_message("@bot are you there?"), adapter)  # a reply
+        await app.gateway.handle(photo_message("look at this"), adapter)  # vision
+        await app.gateway.handle(group_message("/summary", author="Dave"), adapter)
+        await app.gateway.handle(group_message("/compress"), adapter)
+        await app.gateway.join()
+        await fill_session(services, CHAT, messages=70)
+        clock.advance(3_700)  # the chat has been idle long enough for the overnight job
+        assert [r.outcome for _, r in await run_overnight(services, jitter=lambda: 0.0)]
+        await fill_session(services, CHAT, messages=70)
+        settings = await services.settings_for(CHAT)
+        report = await services.compactor.compact(
+            session_id,
+            trigger="overflow",
+            settings=services.compaction_settings(settings),
+            system_prompt=await services.system_prompt_for(CHAT),
+            force=True,
+        )
+        await fill_session(services, CHAT, messages=70)
+        await store.set_chat_setting(CHAT, "hygiene_hard_message_limit", "10")
+        await app.gateway.handle(group_message("chatter", addressed=False), adapter)
+        await asyncio.wait_for(app.gateway.join(), 10)
 
-            assert fake.completions == []
-            texts = adapter.texts()
-            assert f"{SPENT}\n{RESETS}" in texts  # said once, with when it resets
-            assert any(t.startswith("🧾 What you missed") for t in texts)
-            assert report.outcome == "compressed"  # folded by the offline extractor
-            for trigger in ("manual", "overnight", "hygiene"):
-                assert await compacted(app, trigger) == ["compressed"], trigger
-            events = await store.list_compression_events(chat_key=CHAT)
-            assert all(e.summary_calls == 0 and e.summary_cost_tokens == 0 for e in events)
-            history = [r.text for r in await store.load_history(CHAT, include_archived=True)]
-            assert "[Bob] look at this\n[image: shot.png]" in history  # read, not described
+        assert fake.completions == []
+        texts = adapter.texts()
+        assert f"{SPENT}\n{RESETS}" in texts  # said once, with when it resets
+        assert any(t.startswith("🧾 What you missed") for t in texts)
+        assert report.outcome == "compressed"  # folded by the offline extractor
+        for trigger in ("manual", "overnight", "hygiene"):
+            assert await compacted(app, trigger) == ["compressed"], trigger
+        events = await store.list_compression_events(chat_key=CHAT)
+        assert all(e.summary_calls == 0 and e.summary_cost_tokens == 0 for e in events)
+        history = [r.text for r in await store.load_history(CHAT, include_archived=True)]
+        assert "[Bob] look at this\n[image: shot.png]" in history  # read, not described
 
 
 async def test_budget_spent_by_a_tool_round_stops_the_next_round(tmp_path: Path) -> None:
     clock = FakeClock.at(NIGHT)
-    async with FakeOpenAI(summarizing_responder()) as fake:
-        async with App(config_for(tmp_path, fake.base_url), clock=clock) as app:
-            await app.services.store.set_chat_setting(CHAT, "daily_token_budget", "1000")
-            fake.script(
-                Reply(
-                    None,
-                    prompt_tokens=1_500,
-                    completion_tokens=10,
-                    tool_calls=[{"name": "search_history", "arguments": {"query": "lunch"}}],
-                )
+    async with budget_app(tmp_path, clock, responder=summarizing_responder()) as (fake, app):
+        await app.services.store.set_chat_setting(CHAT, "daily_token_budget", "1000")
+        fake.script(
+            Reply(
+                None,
+                prompt_tokens=1_500,
+                completion_tokens=10,
+                tool_calls=[{"name": "search_history", "arguments": {"query": "lunch"}}],
             )
-            adapter = RecordingAdapter()
-            await app.gateway.handle(group_message("@bot where did we have lunch?"), adapter)
-            await app.gateway.join()
+        )
+        adapter = RecordingAdapter()
+        await app.gateway.handle(group_message("@bot where did we have lunch?"), adapter)
+        await app.gateway.join()
 
-            assert len(fake.completions) == 1
-            assert adapter.texts() == [f"{SPENT}\n{RESETS}"]
-            [row] = await app.services.store.usage(CHAT, DAY)
-            assert (row.user_id, row.calls, row.prompt_tokens) == ("alice", 1, 1_500)
+        assert len(fake.completions) == 1
+        assert adapter.texts() == [f"{SPENT}\n{RESETS}"]
+        [row] = await app.services.store.usage(CHAT, DAY)
+        assert (row.user_id, row.calls, row.prompt_tokens) == ("alice", 1, 1_500)
 
 
 async def test_forty_private_messages_in_a_minute_reach_the_model_at_most_the_member_limit(
     tmp_path: Path,
 ) -> None:
     clock = FakeClock.at(NIGHT)
-    async with FakeOpenAI() as fake:
-        async with App(config_for(tmp_path, fake.base_url), clock=clock) as app:
-            limit = app.config.gateway.user_rate_limit_per_minute
-            adapter = RecordingAdapter()
-            for i in range(40):
-                message = group_message(f"question {i}", chat_id="dm-alice", is_group=False)
-                await app.gateway.handle(message, adapter)
-                clock.advance(1.0)
-            await app.gateway.join()
+    async with budget_app(tmp_path, clock) as (fake, app):
+        limit = app.config.gateway.user_rate_limit_per_minute
+        adapter = RecordingAdapter()
+        for i in range(40):
+            message = group_message(f"question {i}", chat_id="dm-alice", is_group=False)
+            await app.gateway.handle(message, adapter)
+            clock.advance(1.0)
+        await app.gateway.join()
 
-            assert 0 < limit < 40 and len(fake.completions) == limit
-            told = [t for t in adapter.texts() if "faster than I can answer" in t]
-            assert told == [
-                "Alice, you're sending messages faster than I can answer; please slow down a "
-                "little.\nYou can ask again within a minute."
-            ]
+        assert 0 < limit < 40 and len(fake.completions) == limit
+        told = [t for t in adapter.texts() if "faster than I can answer" in t]
+        assert told == [
+            "Alice, you're sending messages faster than I can answer; please slow down a "
+            "little.\nYou can ask again within a minute."
+        ]
 
 
 async def test_a_new_topic_does_not_reset_its_parent_chats_budget(tmp_path: Path) -> None:
     clock = FakeClock.at(NIGHT)
-    async with FakeOpenAI() as fake:
-        async with App(config_for(tmp_path, fake.base_url), clock=clock) as app:
-            await app.services.store.set_chat_setting(CHAT, "daily_token_budget", "1000")
-            fake.script(Reply("answered in topic 7", prompt_tokens=1_500))
-            adapter = RecordingAdapter()
-            for where in ("7", "8", None):
-                ask = group_message("@bot what's new?", author="Bob", thread_id=where)
-                await app.gateway.handle(ask, adapter)
-                await app.gateway.join()
+    async with budget_app(tmp_path, clock) as (fake, app):
+        await app.services.store.set_chat_setting(CHAT, "daily_token_budget", "1000")
+        fake.script(Reply("answered in topic 7", prompt_tokens=1_500))
+        adapter = RecordingAdapter()
+        for where in ("7", "8", None):
+            ask = group_message("@bot what's new?", author="Bob", thread_id=where)
+            await app.gateway.handle(ask, adapter)
+            await app.gateway.join()
 
-            assert len(fake.completions) == 1
-            assert adapter.texts()[0] == "answered in topic 7"
-            assert adapter.texts()[1:] == [f"{SPENT}\n{RESETS}"]  # told once, for the chat
+        assert len(fake.completions) == 1
+        assert adapter.texts()[0] == "answered in topic 7"
+        assert adapter.texts()[1:] == [f"{SPENT}\n{RESETS}"]  # told once, for the chat
 
 
 async def test_global_budget_stops_every_chat_and_member_budget_one_member(
@@ -165,34 +175,27 @@ async def test_global_budget_stops_every_chat_and_member_budget_one_member(
 ) -> None:
     clock = FakeClock.at(NIGHT)
     limits = "gateway:\n  member_daily_token_budget: 500\n  global_daily_token_budget: 1000\n"
-    async with FakeOpenAI() as fake:
-        async with App(config_for(tmp_path, fake.base_url, limits), clock=clock) as app:
-            store, adapter = app.services.store, RecordingAdapter()
-            await store.upsert_chat("test:busy", "test")
-            await store.add_usage("test:busy", "carol", "reply", 400, 100, day=DAY)
-            await app.gateway.handle(
-                group_message("@bot hi", author="Carol", chat_id="busy"), adapter
-            )
-            await app.gateway.handle(
-                group_message("@bot hi", author="Dave", chat_id="busy"), adapter
-            )
-            await app.gateway.join()
-            assert len(fake.completions) == 1  # Carol spent her part; Dave is answered
-            assert adapter.texts()[0] == (
-                "You have used your token budget in this chat for today.\n" + RESETS
-            )
+    async with budget_app(tmp_path, clock, yaml=limits) as (fake, app):
+        store, adapter = app.services.store, RecordingAdapter()
+        await store.upsert_chat("test:busy", "test")
+        await store.add_usage("test:busy", "carol", "reply", 400, 100, day=DAY)
+        await app.gateway.handle(group_message("@bot hi", author="Carol", chat_id="busy"), adapter)
+        await app.gateway.handle(group_message("@bot hi", author="Dave", chat_id="busy"), adapter)
+        await app.gateway.join()
+        assert len(fake.completions) == 1  # Carol spent her part; Dave is answered
+        assert adapter.texts()[0] == (
+            "You have used your token budget in this chat for today.\n" + RESETS
+        )
 
-            await store.add_usage("test:busy", "dave", "reply", 1_000, 0, day=DAY)
-            for chat in ("g1", "g2", "dm-erin"):
-                ask = group_message(
-                    "@bot hi", author="Erin", chat_id=chat, is_group=chat != "dm-erin"
-                )
-                await app.gateway.handle(ask, adapter)
-            await app.gateway.join()
+        await store.add_usage("test:busy", "dave", "reply", 1_000, 0, day=DAY)
+        for chat in ("g1", "g2", "dm-erin"):
+            ask = group_message("@bot hi", author="Erin", chat_id=chat, is_group=chat != "dm-erin")
+            await app.gateway.handle(ask, adapter)
+        await app.gateway.join()
 
-            assert len(fake.completions) == 1
-            everyone = "I have used my token budget for all chats for today.\n" + RESETS
-            assert adapter.texts()[-3:] == [everyone] * 3
-            metrics = app.metrics.render().decode()
-            assert 'compactbot_limit_refusals_total{limit="global_budget"} 3.0' in metrics
-            assert 'compactbot_limit_refusals_total{limit="member_budget"} 1.0' in metrics
+        assert len(fake.completions) == 1
+        everyone = "I have used my token budget for all chats for today.\n" + RESETS
+        assert adapter.texts()[-3:] == [everyone] * 3
+        metrics = app.metrics.render().decode()
+        assert 'compactbot_limit_refusals_total{limit="global_budget"} 3.0' in metrics
+        assert 'compactbot_limit_refusals_total{limit="member_budget"} 1.0' in metrics
