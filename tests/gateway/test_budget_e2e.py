@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import AsyncIterator
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -53,13 +54,8 @@ def config_for(tmp_path: Path, base_url: str, yaml: str = "") -> Config:
 
 
 def photo_message(text: str) -> InboundMessage:
-    message = group_message(text, author="Bob", addressed=False)
-    return InboundMessage(
-        **{
-            **{f: getattr(message, f) for f in message.__dataclass_fields__},
-            "attachments": (Attachment("image", "photo-1", "shot.png", "image/png", len(PHOTO)),),
-        }
-    )
+    photo = Attachment("image", "photo-1", "shot.png", "image/png", len(PHOTO))
+    return replace(group_message(text, author="Bob", addressed=False), attachments=(photo,))
 
 
 async def compacted(app: App, trigger: str) -> list[str]:
