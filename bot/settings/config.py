@@ -193,12 +193,13 @@ class GatewayConfig(_Section):
     allowed_chats: Annotated[tuple[str, ...], AfterValidator(check_chat_keys)] = ("*",)
     operators: Annotated[tuple[str, ...], AfterValidator(check_operator_ids)] = ()
     admin_cache_seconds: NonNegativeInt = 300
+    # Bounded by default (SPEC 17): a public bot must not be run up by whoever finds it.
     user_rate_limit_per_minute: Annotated[int, _in("user_rate_limit_per_minute")] = 20
-    daily_token_budget: Annotated[int, _in("daily_token_budget")] = 0  # 0: unlimited
-    # Limits a chat's admins cannot raise (SPEC 17); 0: none. A thread counts toward its parent.
-    chat_rate_limit_per_minute: NonNegativeInt = 0  # answers per chat per minute
-    member_daily_token_budget: NonNegativeInt = 0  # tokens one member may spend per chat per day
-    global_daily_token_budget: NonNegativeInt = 0  # tokens every chat together may spend per day
+    daily_token_budget: Annotated[int, _in("daily_token_budget")] = 2_000_000  # 0: unlimited
+    # Operator-only; 0: none. A thread or forum topic counts toward its parent chat.
+    chat_rate_limit_per_minute: NonNegativeInt = 60  # answers per chat per minute
+    member_daily_token_budget: NonNegativeInt = 500_000  # per member per chat per UTC day
+    global_daily_token_budget: NonNegativeInt = 50_000_000  # every chat together per UTC day
     persona: NonEmpty = DEFAULT_PERSONA
 
 
