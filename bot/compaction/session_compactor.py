@@ -15,6 +15,8 @@ from compactbot.bot.compaction.memory_inputs import memory_inputs
 from compactbot.bot.compaction.report import CHANGED_OUTCOMES, CompactionReport, compaction_notice
 from compactbot.bot.compaction.rows import to_rows
 from compactbot.bot.llm.metering import Meter, spending_for
+from compactbot.bot.llm.metering import SummarizerFactory as SummarizerFactory
+from compactbot.bot.llm.metering import UsageSink as UsageSink
 from compactbot.bot.operators.metrics import Metrics
 from compactbot.bot.store.base import (
     CompressionEvent,
@@ -24,16 +26,13 @@ from compactbot.bot.store.base import (
     Store,
 )
 from compactbot.bot.turns.exclusivity import CompactionLeases, Lease, Sleep, StoreLeases
-from compactbot.compression import CompressorConfig, ContextCompressor, Summarizer
+from compactbot.compression import CompressorConfig, ContextCompressor
 from compactbot.compression.memory import Memory
 from compactbot.compression.state import CompressorState
 from compactbot.compression.tokens import TokenCounter
 from compactbot.compression.transcript import content_text
 
 log = logging.getLogger(__name__)
-
-UsageSink = Callable[[str, int, int], None]
-SummarizerFactory = Callable[[UsageSink], Summarizer | None]
 
 
 @dataclass(slots=True)

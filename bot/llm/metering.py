@@ -46,6 +46,9 @@ class DailyBudgets:
 
 UNLIMITED = DailyBudgets(0, 0, 0)
 BudgetSource = Callable[[str], Awaitable[DailyBudgets]]
+# Told (model, prompt tokens, completion tokens) after each summary call.
+UsageSink = Callable[[str, int, int], None]
+SummarizerFactory = Callable[[UsageSink], Summarizer | None]
 
 
 @dataclass(frozen=True, slots=True)
@@ -228,10 +231,6 @@ def metered(inner: LLMClient, meter: Meter) -> MeteredLLM:
     if isinstance(inner, StreamingLLM):
         return MeteredStreamingLLM(inner, meter)
     return MeteredLLM(inner, meter)
-
-
-UsageSink = Callable[[str, int, int], None]
-SummarizerFactory = Callable[[UsageSink], Summarizer | None]
 
 
 class MeteredSummarizer:
