@@ -211,8 +211,12 @@ class SessionCompactor:
         pins = [p.text for p in await self._store.list_pins(session.chat_key)]
         own_usage = _Usage()
         before = session.compressor
-        # One the budget cannot afford is folded by the offline extractor: no model call.
-        affordable = self._meter is None or not await self._meter.exhausted(session.chat_key, None)
+        # One the budget cannot afford (it reads the span at least once) is folded by the
+        # offline extractor: no model call.
+        cost = sum(m.tokens for m in considered)
+        affordable = self._meter is None or not await self._meter.exhausted(
+            session.chat_key, None, cost=cost
+        )
         compressor = self.build_compressor(job.settings, before, own_usage if affordable else None)
         messages, counts, hints = compress_inputs(job.system_prompt, considered, self._counter)
         memory = await self._store.load_memory(session.id)

@@ -117,8 +117,11 @@ class Meter:
         # Set by the app once chat settings can be resolved; until then nothing is bounded.
         self.budgets: BudgetSource = _unlimited
 
-    async def exhausted(self, chat_key: str, user_id: str | None) -> Exhausted | None:
-        """The first daily budget already spent for this chat (and member), if any.
+    async def exhausted(
+        self, chat_key: str, user_id: str | None, *, cost: int = 0
+    ) -> Exhausted | None:
+        """The first daily budget of this chat (and member) already spent, or that `cost` more
+        tokens would overrun; None when the call may be made.
 
         A store that cannot answer allows the call: refusing would drop a stored question.
         """
@@ -140,7 +143,7 @@ class Meter:
             ("member_budget", spend.member, budgets.member if user_id else 0),
         )
         for limit, used, cap in checks:
-            if cap > 0 and used >= cap:
+            if cap > 0 and (used >= cap or used + cost > cap):
                 self._metrics.limit_refused(limit)
                 return Exhausted(limit, next_utc_midnight(now) - now)
         return None

@@ -195,3 +195,34 @@ async def test_global_budget_stops_every_chat_and_member_budget_one_member(
         metrics = app.metrics.render().decode()
         assert 'compactbot_limit_refusals_total{limit="global_budget"} 3.0' in metrics
         assert 'compactbot_limit_refusals_total{limit="member_budget"} 1.0' in metrics
+
+
+async def test_a_compaction_the_budget_cannot_afford_is_folded_without_the_model(
+    tmp_path: Path,
+) -> None:
+    clock = FakeClock.at(NIGHT)
+    async with budget_app(tmp_path, clock, responder=summarizing_responder()) as (fake, app):
+        services, store = app.services, app.services.store
+        adapter = RecordingAdapter(admins={"alice"})
+        await fill_session(services, CHAT, messages=70)  # some 6,500 tokens to summarise
+        await store.set_chat_setting(CHAT, "daily_token_budget", "5000")
+        await app.gateway.handle(group_message("/compress"), adapter)
+        await app.gateway.join()
+        assert fake.completions == []
+
+        await store.set_chat_setting(CHAT, "daily_token_budget", "1000000")
+        await fill_session(services, CHAT, messages=70)
+        await app.gateway.handle(group_message("/compress"), adapter)
+        await app.gateway.join()
+
+        calls = len(fake.completions)
+        cheap, paid = reversed(await store.list_compression_events(chat_key=CHAT))
+        assert (cheap.outcome, cheap.summary_calls, cheap.summary_cost_tokens) == (
+            "compressed",
+            0,
+            0,
+        )
+        assert paid.outcome == "compressed" and paid.summary_calls == calls > 0
+        [row] = await store.usage(CHAT, DAY)
+        assert row.purpose == "compression" and row.calls == calls
+        assert paid.summary_cost_tokens == row.prompt_tokens + row.completion_tokens
