@@ -127,12 +127,22 @@ async def summary_endpoint(
         await runner.cleanup()
 
 
+# A bench measures speed: no rate limit or token budget may refuse its questions.
+UNLIMITED = {
+    "user_rate_limit_per_minute": 0,
+    "chat_rate_limit_per_minute": 0,
+    "daily_token_budget": 0,
+    "member_daily_token_budget": 0,
+    "global_daily_token_budget": 0,
+}
+
+
 def bench_config(
     directory: Path, *, context_length: int, endpoint_url: str, **gateway: Any
 ) -> Config:
     """Config from a private YAML file and env-style values; never the machine's own config."""
     path = directory / "bench-config.yaml"
-    path.write_text(yaml.safe_dump({"gateway": {"user_rate_limit_per_minute": 0, **gateway}}))
+    path.write_text(yaml.safe_dump({"gateway": {**UNLIMITED, **gateway}}))
     env = {
         "COMPACTBOT_DB": str(directory / "bench.db"),
         "COMPACTBOT_CONTEXT_LENGTH": str(context_length),

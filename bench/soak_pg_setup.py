@@ -12,6 +12,7 @@ from pathlib import Path
 import asyncpg
 import yaml
 
+from bench.service import UNLIMITED
 from bench.soak_pg_feed import HOOK_PATH, SECRET, ModelResponder
 from tests import postgres_server
 from tests.fakes.openai_server import FakeOpenAI
@@ -70,8 +71,8 @@ async def servers(
     """The fakes on 127.0.0.1 and the environment every bot process of the run gets."""
     config = workdir / "soak-config.yaml"
     settings = {
-        # Every chat's regulars ask often: the per-user limit would refuse the soak's questions.
-        "gateway": {"user_rate_limit_per_minute": 0, "turn_lease_seconds": turn_lease_seconds},
+        # Every chat's regulars ask often: a rate limit or budget would refuse the soak's questions.
+        "gateway": {**UNLIMITED, "turn_lease_seconds": turn_lease_seconds},
         "compression": {"protect_last_n": protect_last_n},
     }
     config.write_text(yaml.safe_dump(settings))

@@ -17,7 +17,9 @@ from compactbot.bot.compaction.session_compactor import (
 )
 from compactbot.bot.heap import freeze_startup_heap
 from compactbot.bot.ingress.gateway import Gateway
+from compactbot.bot.ingress.limits import chat_budgets
 from compactbot.bot.llm.client import LLMClient
+from compactbot.bot.llm.metering import Meter, metered, metered_summarizers
 from compactbot.bot.llm.offline_model import OfflineModel
 from compactbot.bot.llm.stream import StreamingChatClient
 from compactbot.bot.llm.timing import TimedSummarizer, timed
@@ -110,7 +112,9 @@ class App:
         self.model = ModelInfo(llm.model, llm.offline, context_length, source)
         cap = await self._summary_model_cap(llm, context_length)
         counter = counter_for(None if llm.offline else llm.model)
-        summarizers = self._summarizers or self._summarizer_factory(llm)
+        # Every model call is metered here, whichever path makes it (SPEC 17).
+        meter = Meter(store, clock=self._clock, metrics=self.metrics)
+        summarizers = metered_summarizers(self._summarizers or self._summarizer_factory(llm), meter)
         compactor = SessionCompactor(
             store,
             counter,
@@ -119,14 +123,16 @@ class App:
             clock=self._clock,
             engine=engine,
             metrics=self.metrics,
+            meter=meter,
         )
         self.services = Services(
             config=config,
             store=store,
             counter=counter,
-            llm=timed(llm, self.metrics),
+            llm=metered(timed(llm, self.metrics), meter),
             compactor=compactor,
             context_length=context_length,
+            meter=meter,
             clock=self._clock,
             threshold_tokens_cap=cap,
             summarizer_factory=summarizers,
@@ -134,6 +140,7 @@ class App:
             # Not campaigning yet: the overnight scheduler starts it, so CLI commands never lead.
             leadership=leadership_for(store),
         )
+        meter.budgets = chat_budgets(self.services)
         self.gateway = self._gateway_factory(self.services)
         await self._watch(store)
         # A lease left by a crashed process would hold every compaction of its session.

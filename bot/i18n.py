@@ -30,6 +30,15 @@ _TEMPLATES: tuple[tuple[str, str], ...] = (
      "{name}，你发消息的速度超过了我回复的速度，请稍微慢一点。"),
     ("This chat has used its token budget for today; I'll be back tomorrow (UTC).",
      "本聊天今天的 token 额度已用完，明天（UTC）再见。"),
+    ("This chat has used its token budget for today.", "本聊天今天的 token 额度已用完。"),
+    ("You have used your token budget in this chat for today.",
+     "你今天在本聊天的 token 额度已用完。"),
+    ("I have used my token budget for all chats for today.",
+     "我今天在所有聊天中的 token 总额度已用完。"),
+    ("It resets at 00:00 UTC, in {wait}.", "额度将在 UTC 00:00 重置，还有 {wait}。"),
+    ("This chat is asking faster than I can answer; please slow down a little.",
+     "本聊天的提问速度超过了我回复的速度，请稍微慢一点。"),
+    ("You can ask again within a minute.", "一分钟内即可再问。"),
     ("🧹 This chat reached {n} messages, so I compacted the older ones into a summary ({a} → {b}). "
      "Nothing was deleted; /status shows details.",
      "🧹 本聊天已达到 {n} 条消息，我把较早的消息压缩成了摘要（{a} → {b}）。没有删除任何内容；"

@@ -13,6 +13,7 @@ from compactbot.bot.compaction.session_compactor import (
     UsageSink,
 )
 from compactbot.bot.llm.client import LLMClient
+from compactbot.bot.llm.metering import Meter
 from compactbot.bot.operators.metrics import Metrics
 from compactbot.bot.settings import chat_settings
 from compactbot.bot.settings.chat_settings import ChatSettings
@@ -53,6 +54,7 @@ class Services:
     llm: LLMClient
     compactor: SessionCompactor
     context_length: int
+    meter: Meter  # the budgets every model call is checked against (SPEC 17)
     clock: Callable[[], float] = time.time
     # Set when the summary model's window is smaller than the compaction threshold (SPEC 6.10).
     threshold_tokens_cap: int | None = None

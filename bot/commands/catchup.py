@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 from compactbot.bot.ingress.limits import NoticeGate
+from compactbot.bot.llm.metering import spending_for
 from compactbot.bot.store.base import Store, StoredMessage
 from compactbot.compression.deterministic import deterministic_summary
 from compactbot.compression.memory import MemoryEntry
@@ -170,12 +171,14 @@ async def catchup(
         participants=participants(turns),
         language=language,
     )
-    usage: list[tuple[int, int]] = []
-    summarizer = services.summarizer(lambda _model, prompt, done: usage.append((prompt, done)))
-    body = await _summarize(summarizer, request)
-    for prompt, completion in usage:
-        await services.store.add_usage(chat_key, asker_id, "reply", prompt, completion)
+    # Charged to the asker; past a budget the digest is written without the model (SPEC 17).
+    with spending_for(chat_key, asker_id, "reply"):
+        body = await _summarize(services.summarizer(_ignore_usage), request)
     return f"🧾 What you missed {query.label} ({len(messages)} messages):\n\n{body}"
+
+
+def _ignore_usage(_model: str, _prompt: int, _completion: int) -> None:
+    """The metered summarizer records each call itself."""
 
 
 async def _summarize(summarizer: Summarizer | None, request: SummaryRequest) -> str:

@@ -24,6 +24,8 @@ class CompactionReport:
     notice: str | None = None  # one line for the chat, or None: routine compactions are silent
     # The compacted copy of the `upto` row, so a turn can keep answering the same message.
     new_anchor_id: int | None = None
+    summary_calls: int = 0  # model calls the summary took
+    summary_cost_tokens: int = 0  # what they spent, prompt + completion
 
     @property
     def changed(self) -> bool:

@@ -14,6 +14,9 @@ from compactbot.bot.compaction.inputs import compress_inputs
 from compactbot.bot.compaction.memory_inputs import memory_inputs
 from compactbot.bot.compaction.report import CHANGED_OUTCOMES, CompactionReport, compaction_notice
 from compactbot.bot.compaction.rows import to_rows
+from compactbot.bot.llm.metering import Meter, spending_for
+from compactbot.bot.llm.metering import SummarizerFactory as SummarizerFactory
+from compactbot.bot.llm.metering import UsageSink as UsageSink
 from compactbot.bot.operators.metrics import Metrics
 from compactbot.bot.store.base import (
     CompressionEvent,
@@ -23,16 +26,13 @@ from compactbot.bot.store.base import (
     Store,
 )
 from compactbot.bot.turns.exclusivity import CompactionLeases, Lease, Sleep, StoreLeases
-from compactbot.compression import CompressorConfig, ContextCompressor, Summarizer
+from compactbot.compression import CompressorConfig, ContextCompressor
 from compactbot.compression.memory import Memory
 from compactbot.compression.state import CompressorState
 from compactbot.compression.tokens import TokenCounter
 from compactbot.compression.transcript import content_text
 
 log = logging.getLogger(__name__)
-
-UsageSink = Callable[[str, int, int], None]
-SummarizerFactory = Callable[[UsageSink], Summarizer | None]
 
 
 @dataclass(slots=True)
@@ -41,6 +41,10 @@ class _Usage:
 
     def __call__(self, model: str, prompt_tokens: int, completion_tokens: int) -> None:
         self.calls.append((model, prompt_tokens, completion_tokens))
+
+    @property
+    def tokens(self) -> int:
+        return sum(prompt + completion for _model, prompt, completion in self.calls)
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,8 +97,10 @@ class SessionCompactor:
         leases: CompactionLeases | None = None,
         sleep: Sleep = asyncio.sleep,
         metrics: Metrics | None = None,
+        meter: Meter | None = None,
     ) -> None:
         self.metrics = metrics or Metrics()
+        self._meter = meter
         self._engine = engine
         self._store = store
         self._counter = counter
@@ -207,10 +213,16 @@ class SessionCompactor:
         pins = [p.text for p in await self._store.list_pins(session.chat_key)]
         own_usage = _Usage()
         before = session.compressor
-        compressor = self.build_compressor(job.settings, before, own_usage)
+        # One the budget cannot afford (it reads the span at least once) is folded by the
+        # offline extractor: no model call.
+        cost = sum(m.tokens for m in considered)
+        affordable = self._meter is None or not await self._meter.exhausted(
+            session.chat_key, None, cost=cost
+        )
+        compressor = self.build_compressor(job.settings, before, own_usage if affordable else None)
         messages, counts, hints = compress_inputs(job.system_prompt, considered, self._counter)
         memory = await self._store.load_memory(session.id)
-        try:
+        with spending_for(session.chat_key, None, "compression"):
             result = await compressor.compress(
                 messages,
                 focus_topic=job.focus,
@@ -221,8 +233,6 @@ class SessionCompactor:
                 urgent=job.urgent,
                 **await memory_inputs(self._store, session.id, memory, considered),
             )
-        finally:
-            await self._record_usage(session.chat_key, own_usage)
         self.metrics.compressor_changed(before, compressor.state)
         changed = result.outcome in CHANGED_OUTCOMES
         out = list(result.messages)
@@ -241,6 +251,8 @@ class SessionCompactor:
             summary=result.summary if changed else None,
             error=result.error,
             notice=compaction_notice(result, before, compressor.state, self._clock()),
+            summary_calls=len(own_usage.calls),
+            summary_cost_tokens=own_usage.tokens,
         )
         return _Outcome(
             report,
@@ -317,10 +329,6 @@ class SessionCompactor:
             # It expires on its own; start-up reclaims it if this process dies first.
             log.exception("compaction lease not released (session=%d)", lease.session_id)
 
-    async def _record_usage(self, chat_key: str, usage: _Usage) -> None:
-        for _model, prompt, completion in usage.calls:
-            await self._store.add_usage(chat_key, None, "compression", prompt, completion)
-
     def _event(
         self, session: SessionRecord, report: CompactionReport, started: float
     ) -> CompressionEvent:
@@ -337,6 +345,8 @@ class SessionCompactor:
             tokens_after=report.tokens_after,
             summary_tokens=self._counter.count_text(report.summary or ""),
             error=report.error,
+            summary_calls=report.summary_calls,
+            summary_cost_tokens=report.summary_cost_tokens,
         )
 
     async def _record_event(

@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
 
 from compactbot.bot.commands.router import CommandContext, run_command
 from compactbot.bot.compaction.background import BackgroundCompactions, Notice
@@ -19,14 +18,7 @@ from compactbot.bot.events import Adapter, DeliveryError, InboundMessage, ReplyT
 from compactbot.bot.i18n import language_for, localize, localize_trailer
 from compactbot.bot.ingress import steps as ingress
 from compactbot.bot.ingress.inbound_text import drop_images, enrich_media, neutralised, reply_quote
-from compactbot.bot.ingress.limits import (
-    RATE_WINDOW_SECONDS,
-    NoticeGate,
-    RateLimiter,
-    budget_exceeded,
-    utc_day,
-)
-from compactbot.bot.ingress.markdown_escape import escape_markdown
+from compactbot.bot.ingress.limits import Limits
 from compactbot.bot.ingress.steps import Delivery
 from compactbot.bot.llm.stream import STREAM_BROKEN_NOTICE
 from compactbot.bot.services import Services
@@ -46,16 +38,8 @@ COALESCED = "⏩ I fell behind, so I'm answering the last {n} questions together
 TURN_FAILED = "Something went wrong while answering. Your message is saved; try again shortly."
 ALLOWLIST_NOTICE_PLATFORM = "allowlist-notice"
 KNOWN_CHATS_MAX = 100_000
-# The budget notice is keyed by UTC day, so this only bounds how long a day's key is kept.
-BUDGET_NOTICE_INTERVAL_SECONDS = 86_400.0
 
 Inbound = tuple[InboundMessage, Adapter]
-
-
-@dataclass(frozen=True, slots=True)
-class _Refusal:
-    text: str
-    say: bool  # False when the chat (or member) was already told within the window
 
 
 class Gateway:
@@ -69,13 +53,8 @@ class Gateway:
         self.lanes: TurnLanes = lanes or LaneScheduler(config.gateway.max_concurrent_chats)
         self.compactions = BackgroundCompactions(services, notice)
         # Kept in the store: every worker on the database enforces the same limits.
-        store, clock = services.store, services.clock
-        self._rate = RateLimiter(store, clock=clock)
-        self._rate_notices = NoticeGate(store, "rate", RATE_WINDOW_SECONDS, clock=clock)
-        self._budget_notices = NoticeGate(
-            store, "budget", BUDGET_NOTICE_INTERVAL_SECONDS, clock=clock
-        )
-        self._failure_notices = FailureNotices(store, clock=clock)
+        self.limits = Limits(services)
+        self._failure_notices = FailureNotices(services.store, clock=services.clock)
         self._backlog = AnswerBacklog()
         self._known_chats: set[tuple[str, str | None, str | None, bool]] = set()
         self._typing: set[asyncio.Task[None]] = set()
@@ -212,7 +191,7 @@ class Gateway:
         self.compactions.after_store(session, delivery.settings, adapter, target)
         if not delivery.addressed:
             return
-        refusal = await self._limit_refusal(message, delivery.settings)
+        refusal = await self.limits.refusal(message, delivery.settings)
         if refusal is not None:
             if refusal.say:
                 self.lanes.submit(lane, lambda: self._send(adapter, target, refusal.text))
@@ -256,27 +235,6 @@ class Gateway:
                 ReplyTarget.for_message(message),
                 "compactbot is not enabled in this chat. Ask the bot's operator to allow it.",
             )
-
-    async def _limit_refusal(
-        self, message: InboundMessage, settings: ChatSettings
-    ) -> _Refusal | None:
-        """Why this message gets no answer, if a limit applies; each is said once per window."""
-        member = (message.chat_key, message.author_id)
-        if await ingress.rate_limited(self._rate, message, settings):
-            return _Refusal(
-                f"{escape_markdown(message.author_name)}, you're sending messages faster than "
-                "I can answer; please slow down a little.",
-                say=await self._rate_notices.first(member),
-            )
-        now = self.services.clock()
-        if await budget_exceeded(
-            self.services.store, message.chat_key, settings.daily_token_budget, now=now
-        ):
-            return _Refusal(
-                "This chat has used its token budget for today; I'll be back tomorrow (UTC).",
-                say=await self._budget_notices.first((message.chat_key, utc_day(now))),
-            )
-        return None
 
     # --- the lane ---------------------------------------------------------------------------
 

@@ -12,6 +12,7 @@ from dataclasses import replace
 
 from compactbot.bot.events import InboundMessage
 from compactbot.bot.ingress.media import MediaLimits, placeholder, read_media, with_media
+from compactbot.bot.llm.metering import spending_for
 from compactbot.bot.services import Services
 from compactbot.bot.store.base import Store
 from compactbot.compression.forgery import neutralise
@@ -73,11 +74,9 @@ async def enrich_media(
     media = services.config.media
     vision = services.config.model.vision
     limits = MediaLimits(vision, media.max_file_bytes, media.max_document_chars)
-    read = await read_media(message.attachments, source, services.llm, limits)
-    for prompt, completion in read.usage:
-        await services.store.add_usage(
-            message.chat_key, message.author_id, "reply", prompt, completion
-        )
+    # Descriptions are charged to the sender, and refused once a budget is spent (SPEC 17).
+    with spending_for(message.chat_key, message.author_id, "reply"):
+        read = await read_media(message.attachments, source, services.llm, limits)
     settings = await services.settings_for(message.chat_key)
     shared = message.is_group and settings.memory_scope == "shared"
     quote = await reply_quote(services.store, message)

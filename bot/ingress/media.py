@@ -65,8 +65,6 @@ class ReadMedia:
 
     notes: tuple[str, ...]
     image_parts: tuple[dict[str, Any], ...] = ()
-    # Tokens the image descriptions cost: (prompt, completion) per model call.
-    usage: tuple[tuple[int, int], ...] = ()
 
 
 def placeholder(attachment: Attachment) -> str:
@@ -100,13 +98,12 @@ async def read_media(
     """Read each file within the limits; whatever cannot be read keeps its placeholder."""
     notes: list[str] = []
     parts: list[dict[str, Any]] = []
-    usage: list[tuple[int, int]] = []
     for attachment in attachments:
-        note, part = await _read_one(attachment, source, llm, limits, usage)
+        note, part = await _read_one(attachment, source, llm, limits)
         notes.append(note)
         if part is not None:
             parts.append(part)
-    return ReadMedia(tuple(notes), tuple(parts), tuple(usage))
+    return ReadMedia(tuple(notes), tuple(parts))
 
 
 async def _read_one(
@@ -114,7 +111,6 @@ async def _read_one(
     source: object,
     llm: LLMClient,
     limits: MediaLimits,
-    usage: list[tuple[int, int]],
 ) -> tuple[str, dict[str, Any] | None]:
     wanted = attachment.kind == "image" and limits.vision and not llm.offline
     wanted = wanted or (attachment.kind == "document" and is_text_document(attachment))
@@ -133,7 +129,7 @@ async def _read_one(
     if attachment.kind == "document":
         return _document_note(attachment, data, limits.max_document_chars), None
     part = _image_part(attachment, data)
-    description = await _describe(llm, part, usage)
+    description = await _describe(llm, part)
     note = f"[image: {description}]" if description else placeholder(attachment)
     return note, part
 
@@ -150,9 +146,7 @@ def _image_part(attachment: Attachment, data: bytes) -> dict[str, Any]:
     return {"type": "image_url", "image_url": {"url": url}}
 
 
-async def _describe(
-    llm: LLMClient, part: dict[str, Any], usage: list[tuple[int, int]]
-) -> str | None:
+async def _describe(llm: LLMClient, part: dict[str, Any]) -> str | None:
     request = [
         {"role": "user", "content": [{"type": "text", "text": IMAGE_DESCRIPTION_PROMPT}, part]}
     ]
@@ -161,7 +155,6 @@ async def _describe(
     except LLMError as exc:
         log.warning("media: image description failed: %s", type(exc).__name__)
         return None
-    usage.append((response.prompt_tokens, response.completion_tokens))
     text = " ".join((response.content or "").split())
     return text[:DESCRIPTION_MAX_CHARS] or None
 

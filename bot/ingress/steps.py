@@ -15,7 +15,6 @@ from compactbot.bot.commands.router import Command, ignored_command, parse_comma
 from compactbot.bot.events import Adapter, InboundMessage
 from compactbot.bot.ingress.activation import activated
 from compactbot.bot.ingress.inbound_text import transcript_text
-from compactbot.bot.ingress.limits import RateLimiter
 from compactbot.bot.settings.chat_settings import ChatSettings
 from compactbot.bot.store.base import IngestItem, NewMessage
 from compactbot.compression.tokens import TokenCounter
@@ -103,16 +102,6 @@ def deliver(
         upsert_chat=not known_chat,
     )
     return Delivery(message, adapter, settings, command, addressed and row is not None, item)
-
-
-async def rate_limited(
-    limiter: RateLimiter, message: InboundMessage, settings: ChatSettings
-) -> bool:
-    """The limits step for a group member asking faster than `user_rate_limit_per_minute`."""
-    if not message.is_group:
-        return False  # private chats never touch the shared rate window
-    member = (message.chat_key, message.author_id)
-    return not await limiter.allow(member, settings.user_rate_limit_per_minute)
 
 
 class ChatOrder:

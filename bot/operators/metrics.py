@@ -156,6 +156,19 @@ class Metrics:
             "Age of the oldest of those jobs.",
             registry=r,
         )
+        self.limit_refusals = Counter(
+            f"{PREFIX}_limit_refusals",
+            "Messages or model calls a limit refused (member_rate, chat_rate, chat_budget,"
+            " member_budget, global_budget).",
+            ["limit"],
+            registry=r,
+        )
+        self.metered_tokens = Counter(
+            f"{PREFIX}_metered_tokens",
+            "Prompt + completion tokens of every model call, by purpose.",
+            ["purpose"],
+            registry=r,
+        )
         self.chat_received = Counter(
             f"{PREFIX}_chat_messages_received", "Per chat (opt-in).", ["chat"], registry=r
         )
@@ -218,6 +231,12 @@ class Metrics:
             self.breaker_pauses.inc()
         if after.cooldown_until > before.cooldown_until:
             self.cooldowns.inc()
+
+    def limit_refused(self, limit: str) -> None:
+        self.limit_refusals.labels(limit).inc()
+
+    def tokens_metered(self, purpose: str, tokens: int) -> None:
+        self.metered_tokens.labels(purpose).inc(max(tokens, 0))
 
     def breaker_paused(self) -> None:
         self.breaker_pauses.inc()

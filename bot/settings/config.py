@@ -197,8 +197,13 @@ class GatewayConfig(_Section):
     # Telegram answers whether a member is an admin; a demotion must bite within a minute even
     # where the bot cannot see member updates (SPEC 16).
     admin_cache_seconds: Annotated[int, Field(ge=0, le=60)] = 60
+    # Bounded by default (SPEC 17): a public bot must not be run up by whoever finds it.
     user_rate_limit_per_minute: Annotated[int, _in("user_rate_limit_per_minute")] = 20
-    daily_token_budget: Annotated[int, _in("daily_token_budget")] = 0  # 0: unlimited
+    daily_token_budget: Annotated[int, _in("daily_token_budget")] = 2_000_000  # 0: unlimited
+    # Operator-only; 0: none. A thread or forum topic counts toward its parent chat.
+    chat_rate_limit_per_minute: NonNegativeInt = 60  # answers per chat per minute
+    member_daily_token_budget: NonNegativeInt = 500_000  # per member per chat per UTC day
+    global_daily_token_budget: NonNegativeInt = 50_000_000  # every chat together per UTC day
     persona: NonEmpty = DEFAULT_PERSONA
 
 

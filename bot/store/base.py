@@ -111,6 +111,8 @@ class CompressionEvent:
     summary_tokens: int = 0
     error: str | None = None
     id: int | None = None
+    summary_calls: int = 0  # model calls the compaction made
+    summary_cost_tokens: int = 0  # prompt + completion tokens those calls spent
 
 
 @dataclass(frozen=True, slots=True)

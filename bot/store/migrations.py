@@ -298,6 +298,14 @@ ALTER TABLE messages ADD COLUMN hints INTEGER;
 """
 
 
+# What each compaction cost (the console's history); threads found by their parent (budgets).
+_SCHEMA_V15 = """
+ALTER TABLE compression_events ADD COLUMN summary_calls INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE compression_events ADD COLUMN summary_cost_tokens INTEGER NOT NULL DEFAULT 0;
+CREATE INDEX IF NOT EXISTS chats_parent ON chats(parent_key);
+"""
+
+
 @dataclass(frozen=True, slots=True)
 class Migration:
     version: int
@@ -320,6 +328,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(10, "full-text index filled behind the writer", _SCHEMA_V10),
     Migration(11, "per-message compression hints", _SCHEMA_V11),
     Migration(CONSOLE_SCHEMA_VERSION, CONSOLE_SCHEMA_NAME, SQLITE_CONSOLE_SCHEMA),
+    Migration(15, "compaction cost; threads by parent", _SCHEMA_V15),
 )
 LATEST_VERSION = MIGRATIONS[-1].version
 

@@ -31,8 +31,8 @@ if TYPE_CHECKING:
 INSERT_EVENT_SQL = (
     "INSERT INTO compression_events(chat_key, session_id, trigger, started_at,"
     " ended_at, outcome, messages_before, messages_after, tokens_before,"
-    " tokens_after, summary_tokens, error)"
-    " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) RETURNING id"
+    " tokens_after, summary_tokens, error, summary_calls, summary_cost_tokens)"
+    " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14) RETURNING id"
 )
 
 

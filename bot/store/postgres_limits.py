@@ -9,7 +9,12 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from compactbot.bot.store.postgres_database import PostgresDatabase
-from compactbot.bot.store.shared_limits import LIMITS_PRUNE_INTERVAL_SECONDS, RATE_WINDOW_SECONDS
+from compactbot.bot.store.shared_limits import (
+    CHAT_SPEND_WHERE,
+    LIMITS_PRUNE_INTERVAL_SECONDS,
+    RATE_WINDOW_SECONDS,
+    DaySpend,
+)
 
 # $1 key, $2 per_minute, $3 now, $4 the window's seconds.
 _IN_WINDOW = "(SELECT count(*) FROM unnest(w.hits) AS h WHERE $3 - h < $4)"
@@ -34,6 +39,14 @@ _CACHE_ADMIN_SQL = (
     "INSERT INTO admin_cache(key, is_admin, expires_at) VALUES ($1, $2, $3)"
     " ON CONFLICT (key) DO UPDATE SET is_admin = excluded.is_admin,"
     " expires_at = excluded.expires_at"
+)
+_CHAT_SPEND_SQL = (
+    "SELECT coalesce(sum(prompt_tokens + completion_tokens), 0) AS chat,"
+    " coalesce(sum(prompt_tokens + completion_tokens) FILTER (WHERE user_id = $3), 0)"
+    " AS member FROM usage WHERE " + CHAT_SPEND_WHERE.format(day="$1", chat="$2")
+)
+_TOTAL_SPEND_SQL = (
+    "SELECT coalesce(sum(prompt_tokens + completion_tokens), 0) AS total FROM usage WHERE day = $1"
 )
 _PRUNE_SQL = (
     ("DELETE FROM rate_windows WHERE last_at <= $1", -RATE_WINDOW_SECONDS),
@@ -65,6 +78,17 @@ class PostgresLimits:
     async def notice_reset(self, scope: str) -> None:
         # Deleting nothing (nearly every answer) takes no transaction id and writes nothing.
         await self._db.write_one("DELETE FROM notice_windows WHERE scope = $1", (scope,))
+
+    async def day_spend(
+        self, chat_key: str, user_id: str | None, day: str, *, total: bool
+    ) -> DaySpend:
+        row = await self._db.fetchone(_CHAT_SPEND_SQL, (day, chat_key, user_id))
+        everyone = await self._db.fetchone(_TOTAL_SPEND_SQL, (day,)) if total else None
+        return DaySpend(
+            int(row["chat"]) if row else 0,
+            int(row["member"]) if row else 0,
+            int(everyone["total"]) if everyone else 0,
+        )
 
     async def cached_admin(self, key: str, now: float) -> bool | None:
         row = await self._db.fetchone(

@@ -312,6 +312,14 @@ ALTER TABLE turn_inbox ADD COLUMN strikes INTEGER NOT NULL DEFAULT 0;
 """
 
 
+# What each compaction cost (the console's history); threads found by their parent (budgets).
+_SCHEMA_V15 = """
+ALTER TABLE compression_events ADD COLUMN summary_calls INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE compression_events ADD COLUMN summary_cost_tokens INTEGER NOT NULL DEFAULT 0;
+CREATE INDEX IF NOT EXISTS chats_parent ON chats(parent_key);
+"""
+
+
 @dataclass(frozen=True, slots=True)
 class Migration:
     version: int
@@ -331,6 +339,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(12, "send slots shared by the workers", _SCHEMA_V12),
     Migration(13, "turn jobs that lost a worker run alone; strikes", _SCHEMA_V13),
     Migration(CONSOLE_SCHEMA_VERSION, CONSOLE_SCHEMA_NAME, POSTGRES_CONSOLE_SCHEMA),
+    Migration(15, "compaction cost; threads by parent", _SCHEMA_V15),
 )
 LATEST_VERSION = MIGRATIONS[-1].version
 

@@ -181,6 +181,8 @@ def event_from_row(row: Row) -> CompressionEvent:
         tokens_after=row["tokens_after"],
         summary_tokens=row["summary_tokens"],
         error=row["error"],
+        summary_calls=row["summary_calls"],
+        summary_cost_tokens=row["summary_cost_tokens"],
     )
 
 

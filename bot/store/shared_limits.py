@@ -8,11 +8,26 @@ two workers asking at once cannot both pass a limit.
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from typing import Protocol
 
 RATE_WINDOW_SECONDS = 60.0
 # Expired limit rows are deleted at most this often, by whichever write comes next.
 LIMITS_PRUNE_INTERVAL_SECONDS = 600.0
+# A day's spend of a chat with its threads and forum topics (`chat_key` or a child of it).
+CHAT_SPEND_WHERE = (
+    "day = {day} AND (chat_key = {chat} OR chat_key IN ("
+    "SELECT key FROM chats WHERE parent_key = {chat}))"
+)
+
+
+@dataclass(frozen=True, slots=True)
+class DaySpend:
+    """Tokens (prompt + completion) spent on one UTC day."""
+
+    chat: int  # by the chat and its threads
+    member: int  # by one member there
+    total: int  # by every chat (0 when not asked for)
 
 
 class SharedLimits(Protocol):
@@ -31,6 +46,13 @@ class SharedLimits(Protocol):
 
     async def notice_reset(self, scope: str) -> None:
         """Forget every notice said under `scope`: each is said again next time."""
+        ...
+
+    async def day_spend(
+        self, chat_key: str, user_id: str | None, day: str, *, total: bool
+    ) -> DaySpend:
+        """What `chat_key` (a chat, not a thread), `user_id` in it and, if `total`, every chat
+        spent on `day`, read from the usage every worker records."""
         ...
 
     async def cached_admin(self, key: str, now: float) -> bool | None:

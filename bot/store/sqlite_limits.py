@@ -12,7 +12,12 @@ from functools import partial
 from typing import TypeVar
 
 from compactbot.bot.store.database import Database
-from compactbot.bot.store.shared_limits import LIMITS_PRUNE_INTERVAL_SECONDS, RATE_WINDOW_SECONDS
+from compactbot.bot.store.shared_limits import (
+    CHAT_SPEND_WHERE,
+    LIMITS_PRUNE_INTERVAL_SECONDS,
+    RATE_WINDOW_SECONDS,
+    DaySpend,
+)
 
 T = TypeVar("T")
 
@@ -20,6 +25,14 @@ _NOTICE_SQL = (
     "INSERT INTO notice_windows(scope, key, said_at, expires_at) VALUES (?, ?, ?, ?)"
     " ON CONFLICT(scope, key) DO UPDATE SET said_at = excluded.said_at,"
     " expires_at = excluded.expires_at WHERE ? - notice_windows.said_at >= ?"
+)
+_CHAT_SPEND_SQL = (
+    "SELECT coalesce(sum(prompt_tokens + completion_tokens), 0) AS chat,"
+    " coalesce(sum(CASE WHEN user_id = ?1 THEN prompt_tokens + completion_tokens END), 0)"
+    " AS member FROM usage WHERE " + CHAT_SPEND_WHERE.format(day="?2", chat="?3")
+)
+_TOTAL_SPEND_SQL = (
+    "SELECT coalesce(sum(prompt_tokens + completion_tokens), 0) AS total FROM usage WHERE day = ?"
 )
 _PRUNE_SQL = (
     ("DELETE FROM rate_windows WHERE last_at <= ?", -RATE_WINDOW_SECONDS),
@@ -65,6 +78,17 @@ class SqliteLimits:
             conn.execute("DELETE FROM notice_windows WHERE scope = ?", (scope,))
 
         await self._db.run_in_writer(reset)
+
+    async def day_spend(
+        self, chat_key: str, user_id: str | None, day: str, *, total: bool
+    ) -> DaySpend:
+        row = await self._db.fetchone(_CHAT_SPEND_SQL, (user_id, day, chat_key))
+        everyone = await self._db.fetchone(_TOTAL_SPEND_SQL, (day,)) if total else None
+        return DaySpend(
+            int(row["chat"]) if row else 0,
+            int(row["member"]) if row else 0,
+            int(everyone["total"]) if everyone else 0,
+        )
 
     async def cached_admin(self, key: str, now: float) -> bool | None:
         row = await self._db.fetchone(

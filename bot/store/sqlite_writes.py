@@ -59,7 +59,8 @@ WRITE_STATE_SQL = (
 INSERT_EVENT_SQL = (
     "INSERT INTO compression_events(chat_key, session_id, trigger, started_at,"
     " ended_at, outcome, messages_before, messages_after, tokens_before,"
-    " tokens_after, summary_tokens, error) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+    " tokens_after, summary_tokens, error, summary_calls, summary_cost_tokens)"
+    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 )
 
 
@@ -308,6 +309,8 @@ def event_params(event: CompressionEvent) -> tuple[Any, ...]:
         event.tokens_after,
         event.summary_tokens,
         event.error,
+        event.summary_calls,
+        event.summary_cost_tokens,
     )
 
 

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from compactbot.bot.compaction.session_compactor import SessionCompactor
 from compactbot.bot.llm.client import LLMClient, LLMResponse
 from compactbot.bot.llm.errors import ContextOverflowError, LLMError
+from compactbot.bot.llm.metering import BudgetExhausted, budget_notice, spending_for
 from compactbot.bot.llm.stream import TextSink, complete_maybe_streaming
 from compactbot.bot.store.base import NewMessage, SessionRecord, Store, StoredMessage, TurnFence
 from compactbot.bot.turns.tools import TOOL_SCHEMAS, ToolContext, run_tool
@@ -75,7 +76,6 @@ class _Turn:
     notices: list[str] = field(default_factory=list)
     messages: list[dict] = field(default_factory=list)
     tokens: int = 0
-    replies: list[LLMResponse] = field(default_factory=list)
     # The question as archived, once a compaction summarised it away before it was answered.
     archived_anchor: StoredMessage | None = None
 
@@ -109,10 +109,9 @@ class AgentRunner:
             request, self._compactor.build_compressor(request.settings, session.compressor)
         )
         turn.anchor_id = request.anchor_id
-        try:
+        # Every model call of the turn, tool rounds included, is charged to the asker.
+        with spending_for(request.chat_key, request.author_id, "reply"):
             return await self._run(turn, session)
-        finally:
-            await self._record_usage(turn)
 
     async def _run(self, turn: _Turn, session: SessionRecord) -> TurnResult:
         # The record just read serves the first load, unless the prompt was written since.
@@ -168,7 +167,6 @@ class AgentRunner:
                     ) from None
                 continue
             await self._record_prompt_tokens(turn, response.prompt_tokens)
-            turn.replies.append(response)
             return response
 
     async def _record_prompt_tokens(self, turn: _Turn, prompt_tokens: int) -> None:
@@ -326,13 +324,6 @@ class AgentRunner:
     def _result(self, turn: _Turn, reply: str | None, error: str | None) -> TurnResult:
         return TurnResult(reply, tuple(turn.notices), turn.attempts, error)
 
-    async def _record_usage(self, turn: _Turn) -> None:
-        key, user = turn.request.chat_key, turn.request.author_id
-        for response in turn.replies:
-            await self._store.add_usage(
-                key, user, "reply", response.prompt_tokens, response.completion_tokens
-            )
-
 
 class _TurnFailed(Exception):
     def __init__(self, message: str) -> None:
@@ -366,6 +357,8 @@ def _current_anchor(active: ActiveTranscript, anchor_id: int, platform_id: str |
 
 
 def _llm_failure_text(exc: LLMError) -> str:
+    if isinstance(exc, BudgetExhausted):  # spent during this turn, e.g. between tool rounds
+        return budget_notice(exc.exhausted)
     kind = type(exc).__name__
     if kind == "LLMAuthError":
         return (

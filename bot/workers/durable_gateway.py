@@ -133,7 +133,7 @@ class DurableGateway(Gateway):
         if message.language_code and len(self._language_codes) < KNOWN_CHATS_MAX:
             self._language_codes[message.chat_key] = message.language_code
         settings = await services.settings_for(message.chat_key, message.parent_chat_key)
-        refusal = await self._limit_refusal(message, settings)
+        refusal = await self.limits.refusal(message, settings)
         if refusal is not None:
             if refusal.say:
                 outcome.says.append(say_to(target, await self._localized(target, refusal.text)))

@@ -17,6 +17,8 @@ from compactbot.compression.state import CompressorState
 APPEND_BATCH = 1000
 MESSAGE_SPACING_SECONDS = 30
 LIVE_TAIL = 12
+# What the seeded compaction's summary cost: two calls (a long span), 5,432 tokens.
+SEED_SUMMARY_CALLS, SEED_SUMMARY_COST = 2, 5_432
 
 # A short real-looking conversation: the source of the named memory entries below.
 TALK = (
@@ -152,6 +154,8 @@ async def seed_chat(
         before,
         180 + 14 * LIVE_TAIL,
         180,
+        summary_calls=SEED_SUMMARY_CALLS,
+        summary_cost_tokens=SEED_SUMMARY_COST,
     )
     commit = await store.archive_and_compact(
         session, [summary], archived[-1], memory=memory, event=event, state=_one_more_compaction

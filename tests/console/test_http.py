@@ -17,7 +17,7 @@ from compactbot.bot.app import App
 from compactbot.bot.llm.offline_model import OfflineModel
 from compactbot.bot.operators.console.urls import chat_url
 from tests.console.conftest import CHAT_A, TOKEN
-from tests.console.seed import seed_chat
+from tests.console.seed import SEED_SUMMARY_CALLS, SEED_SUMMARY_COST, seed_chat
 from tests.fakes.fixtures import free_port  # noqa: F401  (pytest fixture)
 from tests.harness import RecordingAdapter, group_message, make_config
 
@@ -117,6 +117,19 @@ async def test_signing_out_ends_the_session_in_the_store(proxied: tuple[App, str
             allow_redirects=False,
         )
         assert stale.status == 303 and "/console/signin" in stale.headers["Location"]
+
+
+async def test_compaction_history_shows_summary_calls_and_their_cost(
+    proxied: tuple[App, str],
+) -> None:
+    _, base = proxied
+    async with aiohttp.ClientSession(cookie_jar=aiohttp.CookieJar(unsafe=True)) as http:
+        await _sign_in(http, base, "http")
+        html = await (await http.get(f"{base}{chat_url(CHAT_A)}")).text()
+    assert "Summary calls" in html and "Cost (tokens)" in html
+    hygiene = next(row for row in html.split("<tr>") if ">hygiene<" in row)
+    assert f"<td>{SEED_SUMMARY_CALLS}</td>" in hygiene
+    assert f"<td>{SEED_SUMMARY_COST:,}</td>" in hygiene
 
 
 async def test_console_link_goes_to_the_admin_privately_with_the_public_url(

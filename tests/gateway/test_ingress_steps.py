@@ -6,12 +6,11 @@ import asyncio
 import dataclasses
 from pathlib import Path
 
-from compactbot.bot.ingress.limits import RateLimiter
+from compactbot.bot.ingress.limits import RateLimiter, member_key
 from compactbot.bot.ingress.steps import (
     ChatOrder,
     allowed,
     deliver,
-    rate_limited,
     scope_user,
     stored_row,
 )
@@ -81,15 +80,19 @@ def test_deliver_routes_our_commands_without_storing_them() -> None:
     assert delivery.item.message is None
 
 
-async def test_rate_limit_applies_to_group_members_only(tmp_path: Path) -> None:
+async def test_member_rate_window_is_the_parent_chats_private_chats_included(
+    tmp_path: Path,
+) -> None:
     async with SqliteStore(tmp_path / "limits.db") as store:
         limiter = RateLimiter(store, clock=lambda: 0.0)
-        strict = settings(user_rate_limit_per_minute="1")
         message = group_message("hi")
-        assert not await rate_limited(limiter, message, strict)
-        assert await rate_limited(limiter, message, strict)
-        private = dataclasses.replace(message, is_group=False)
-        assert not await rate_limited(limiter, private, strict)
+        topic = dataclasses.replace(message, thread_id="7")
+        assert member_key(topic) == member_key(message)
+        assert await limiter.allow(member_key(message), 1)
+        assert not await limiter.allow(member_key(topic), 1)  # a new topic starts nothing afresh
+        private = dataclasses.replace(message, chat_id="dm", is_group=False)
+        assert await limiter.allow(member_key(private), 1)
+        assert not await limiter.allow(member_key(private), 1)
 
 
 async def test_chat_order_serialises_one_chat_and_frees_idle_chats() -> None:

@@ -156,6 +156,20 @@ async def test_compression_events_are_listed_newest_first(store: Store) -> None:
     assert events[0].id is not None
 
 
+async def test_compression_events_keep_their_summary_calls_and_cost(store: Store) -> None:
+    session = await store.active_session("console:room")
+    await store.record_compression_event(
+        CompressionEvent(
+            "console:room", session.id, "hygiene", 1.0, 2.0, "compressed",
+            summary_calls=3, summary_cost_tokens=4_321,
+        )
+    )  # fmt: skip
+
+    [event] = await store.list_compression_events(chat_key="console:room")
+
+    assert (event.summary_calls, event.summary_cost_tokens) == (3, 4_321)
+
+
 async def test_migrate_chat_keeps_history_settings_pins_and_usage(store: Store) -> None:
     old, new = "telegram:-42", "telegram:-10042"
     await store.upsert_chat(old, "telegram", title="Team")

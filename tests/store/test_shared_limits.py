@@ -118,3 +118,22 @@ async def test_expired_rows_are_pruned_and_live_ones_kept(store: Store, clock: M
 
     assert await store.cached_admin("old", clock.now - LIMITS_PRUNE_INTERVAL_SECONDS) is None
     assert not await store.rate_hit("fresh", 1, clock.now)  # live rows survive a prune
+
+
+async def test_day_spend_counts_threads_toward_their_parent_and_members_within_it(
+    store: Store,
+) -> None:
+    await store.upsert_chat("test:g1", "test")
+    await store.upsert_chat("test:g1:topic7", "test", parent_key="test:g1")
+    await store.upsert_chat("test:other", "test")
+    await store.add_usage("test:g1", "bob", "reply", 100, 10, day="2026-11-01")
+    await store.add_usage("test:g1:topic7", "bob", "reply", 200, 20, day="2026-11-01")
+    await store.add_usage("test:g1:topic7", None, "compression", 300, 30, day="2026-11-01")
+    await store.add_usage("test:other", "bob", "reply", 1_000, 0, day="2026-11-01")
+    await store.add_usage("test:g1", "bob", "reply", 5_000, 0, day="2026-10-31")
+
+    spend = await store.day_spend("test:g1", "bob", "2026-11-01", total=True)
+    assert (spend.chat, spend.member, spend.total) == (660, 330, 1_660)
+    alone = await store.day_spend("test:g1", None, "2026-11-01", total=False)
+    assert (alone.chat, alone.member, alone.total) == (660, 0, 0)
+    assert (await store.day_spend("test:none", "bob", "2026-11-01", total=False)).chat == 0

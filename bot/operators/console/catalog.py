@@ -51,7 +51,8 @@ CHINESE_TEXTS: dict[str, str] = {
     "No summary in the active transcript: the model sees the messages as they are.":
         "当前记录中没有摘要：模型看到的是原始消息。",
     "Compaction history": "压缩历史", "When": "时间", "Trigger": "触发", "Outcome": "结果",
-    "Tokens before → after": "tokens 前 → 后", "Summary tokens": "摘要 tokens", "Took": "耗时",
+    "Tokens before → after": "tokens 前 → 后", "Summary tokens": "摘要 tokens",
+    "Summary calls": "摘要调用次数", "Cost (tokens)": "花费（tokens）", "Took": "耗时",
     "No compactions recorded yet.": "尚无压缩记录。", "Pins": "置顶事实",
     "No pins.": "没有置顶事实。",
     # memory
