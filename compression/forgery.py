@@ -11,6 +11,7 @@ import re
 import unicodedata
 
 _ZWJ = "\u200d"
+_EMOJI_STYLE = "\ufe0f"
 
 # Letters from other scripts that render like the Latin letters of the framing phrases. NFKC
 # folds fullwidth and compatibility forms but keeps scripts apart, so these stay distinct.
@@ -64,15 +65,20 @@ def normalise(text: str) -> str:
     text = unicodedata.normalize("NFKC", text)
     if text.isascii():
         return text
-    kept = []
-    for index, char in enumerate(text):
+    kept: list[str] = []
+    for char in text:
         if unicodedata.category(char) == "Cf" and not (
-            # A joiner between symbols builds one emoji (👩‍💻); between letters it only hides words.
-            char == _ZWJ and index and not text[index - 1].isalnum()
+            # A joiner after a symbol builds one emoji (👩‍💻); anywhere else it hides words.
+            char == _ZWJ and kept and _emoji_part(kept[-1])
         ):
             continue
         kept.append(char)
     return "".join(kept)
+
+
+def _emoji_part(char: str) -> bool:
+    # Symbols, skin-tone modifiers and the emoji presentation selector.
+    return char == _EMOJI_STYLE or unicodedata.category(char) in ("So", "Sk")
 
 
 def neutralise(text: str) -> str:
