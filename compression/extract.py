@@ -12,14 +12,14 @@ from compactbot.compression.features import (
     NO_FEATURES,
     Candidate,
     Features,
-    has_features,
+    action_owner,
     message_features,
 )
 from compactbot.compression.line_weight import may_weigh
 from compactbot.compression.memory import MemoryEntry, MemoryUpdate
 from compactbot.compression.redact import redact
 from compactbot.compression.salient import clip
-from compactbot.compression.tool_targets import tool_target
+from compactbot.compression.tool_targets import tool_references, tool_target
 from compactbot.compression.transcript import (
     content_text,
     speaker_of_opening,
@@ -33,7 +33,6 @@ OPEN_QUESTIONS_PER_SPAN = 5
 # Routine calls of a span kept in the memory (the newest); failed ones are always kept.
 DONE_TOOL_CALLS_PER_SPAN = 16
 LATEST_ASK_MAX_CHARS = 600
-ASSISTANT_MIN_WEIGHT = 3
 # What a line must weigh for the backup of exact values to keep it (fold._backup).
 BACKUP_MIN_WEIGHT = 3
 REDACTED_CACHE_TEXTS = 65_536
@@ -73,7 +72,7 @@ def extract_update(
     failed: set[str] = set()
     calls: dict[tuple[str, str], _Call] = {}
     last_ask: tuple[str, str, Mapping[str, Any], str | None, float | None] | None = None
-    read: dict[tuple[str, bool], Features] = {}  # repeated lines ("ok", "thanks") read once
+    read: dict[str, Features] = {}  # repeated lines ("ok", "thanks") read once
     unread: list[tuple[Mapping[str, Any], str | None, float | None]] = []
     openings: dict[str, str | None] = {}
     for index, (turn, source, at) in enumerate(zip(turns, ids, times, strict=True)):
@@ -105,28 +104,27 @@ def extract_update(
             if name:
                 names.setdefault(name)
             speaker = name or "user"
-            if text.strip():
+            if text.strip() and not is_command(text):
                 last_ask = (text, speaker, turn, source, at)
                 unread.clear()
-        if (empty is not None and empty[index]) or (
-            min_weight > 1 and not may_weigh(text, min_weight)
+        if (
+            not members_words(turn, text)
+            or (empty is not None and empty[index])
+            or (min_weight > 1 and not may_weigh(text, min_weight))
         ):
             if not turn.get("tool_calls"):
                 continue
             features = NO_FEATURES
         else:
-            key = (text, role == "user")
-            memoised = read.get(key)
-            features = read[key] = message_features(*key) if memoised is None else memoised
+            memoised = read.get(text)
+            features = read[text] = message_features(text, True) if memoised is None else memoised
         tool_calls = turn.get("tool_calls")
         if not (features.candidates or features.links or features.questions or tool_calls):
             continue  # most lines: nothing to date or attribute
         sources = (source,) if source else ()
         date = _date(at) if at is not None else turn_date(turn)
         for found in features.candidates:
-            # The bot's own short replies ("ok, noted 9") are not what the chat said.
-            if role == "user" or found.weight >= ASSISTANT_MIN_WEIGHT:
-                found_in.append((found, speaker, date, sources))
+            found_in.append((found, speaker, date, sources))
         for link in features.links:
             additions.append(
                 MemoryEntry(
@@ -147,6 +145,9 @@ def extract_update(
         for call in tool_calls or ():
             name, arguments = tool_call_parts(call)
             key = (name or "tool", tool_target(arguments))
+            for reference in tool_references(arguments):
+                line = f"{redacted(reference)} (in a {key[0]} call)"
+                additions.append(MemoryEntry(0, "link", line, date=date, sources=sources))
             calls.pop(key, None)
             call_id = str(call.get("id")) if isinstance(call, Mapping) else ""
             calls[key] = _Call(call_id, date, sources)
@@ -174,13 +175,24 @@ def extract_update(
     return MemoryUpdate(additions=tuple(replace(e, origin="extractor") for e in additions))
 
 
+def is_command(text: str) -> bool:
+    """A bot command ("/pin …", "/summary"): addressed to the bot, never a member's fact or ask."""
+    return text.lstrip().startswith("/")
+
+
+def members_words(turn: Mapping[str, Any], text: str) -> bool:
+    """Whether `text` (read_turn's) is what a member said: the bot's own replies and commands
+    are neither members' facts nor their asks (SPEC 6.6)."""
+    return turn.get("role") == "user" and not is_command(text)
+
+
 def _last_unread_ask(
     unread: list[tuple[Mapping[str, Any], str | None, float | None]],
 ) -> tuple[str, str, Mapping[str, Any], str | None, float | None] | None:
     """The newest of the user turns not read, after the last ask read, that says something."""
     for turn, source, at in reversed(unread):
         text, name = read_turn(turn)
-        if text.strip():
+        if text.strip() and not is_command(text):
             return text, name or "user", turn, source, at
     return None
 
@@ -217,13 +229,14 @@ def read_turn(turn: Mapping[str, Any]) -> tuple[str, str | None]:
 
 
 def read_features(turn: Mapping[str, Any]) -> Features:
-    """The features the extractor finds in one user or assistant turn."""
-    return message_features(read_turn(turn)[0], turn.get("role") == "user")
+    """The features the extractor finds in the text of one turn (none in the bot's own)."""
+    text = read_turn(turn)[0]
+    return message_features(text, True) if members_words(turn, text) else NO_FEATURES
 
 
 def finds_features(turn: Mapping[str, Any]) -> bool:
-    """Whether read_features(turn) finds anything (cheaper than reading them)."""
-    return has_features(read_turn(turn)[0], turn.get("role") == "user")
+    """Whether read_features(turn) finds anything."""
+    return read_features(turn) is not NO_FEATURES
 
 
 @lru_cache(maxsize=REDACTED_CACHE_TEXTS)
@@ -272,10 +285,7 @@ def _entry(
     subject = found.subject
     if subject is not None and found.first_person:
         subject = f"{speaker}'s {subject}"
-    owner = None
-    if found.kind == "action":
-        named = found.named_owner if found.named_owner in names else None
-        owner = found.owner_hint or named or (speaker if found.self_owned else "the group")
+    owner = action_owner(found, speaker, names) if found.kind == "action" else None
     return MemoryEntry(
         0,
         found.kind,
