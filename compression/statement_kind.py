@@ -25,7 +25,7 @@ _PREFERENCE = re.compile(
     r"i'd\s+(?:much\s+)?(?:prefer|rather)|i'd\s+like\s+(?:answers|replies|responses|it|my|short)|i\s+would\s+(?:much\s+)?(?:prefer|rather)|"
     r"i\s+(?:don't|do\s+not)\s+(?:like|want|enjoy)|i\s+can't\s+stand|i\s+want\s+(?:my|the|short|"
     r"shorter|brief|terse|answers|replies|responses|summaries)|my\s+(?:preference|favou?rite)|"
-    r"(?:works|suits)\s+(?:better|best)\s+for\s+me|"
+    r"(?:works?|suits?)\s+(?:better|best)\s+for\s+me|"
     r"keep\s+(?:your\s+|the\s+|my\s+|all\s+)?(?:answers|replies|responses|messages|summaries|"
     r"it|them|things|explanations)\s+(?:short|brief|terse|concise|simple|plain|under|to|in|"
     r"casual|formal|light))\b|"
