@@ -29,7 +29,7 @@ _LABEL_KINDS: dict[str, FeatureKind | None] = {
 # A label of several words is still a label when one of them is ("Rule for this group:").
 _LABEL_WORDS = frozenset({"rule", "rules", "note", "fact", "constraint", "decision", "update",
                           "reminder", "policy", "todo", "fyi", "ask", "request",
-                          "preference"})  # fmt: skip
+                          "preference", "action"})  # fmt: skip
 _TAG = re.compile(r"^\[[^\]]{1,80}\]\s*")
 _OPENER = re.compile(
     r"^(?:(?:update|note|fyi|correction|actually|ok|okay|so|also|btw|reminder|ps|heads up|"
