@@ -39,12 +39,25 @@ SHOWN_AS_IS = 64
 SHOWN_LIGHT = 128
 
 
+# The version of the rules that made a hint (above its fact bits). Bump it whenever what the
+# extractor, redaction or the summarizer's view read changes: a stored hint of another
+# version is read as 0 (nothing known), so no row skips a rule added since, redaction included.
+RULES_VERSION = 1
+_FACT_BITS = 0xFF
+_VERSION_SHIFT = 8
+
+
 class HintsError(ValueError):
     """`hints` does not fit the messages it was given with."""
 
 
 def message_hints(message: Mapping[str, Any]) -> int:
-    """The facts compress() may take as known about `message` (a bit set, 0: none)."""
+    """The facts compress() may take as known about `message` (a bit set, 0: none), stamped
+    with RULES_VERSION."""
+    return _facts(message) | (RULES_VERSION << _VERSION_SHIFT)
+
+
+def _facts(message: Mapping[str, Any]) -> int:
     role = message.get("role")
     text = content_text(message.get("content"))
     view = strip_think(text) if role == "assistant" else text
@@ -137,6 +150,9 @@ def hinted(hints: Sequence[int | None], mask: int, *, clear: bool = False) -> li
 
 
 def checked_hints(hints: Sequence[int] | None, messages: int) -> Sequence[int] | None:
-    if hints is not None and len(hints) != messages:
+    """The fact bits of `hints`; a hint made by other rules (an older version) knows nothing."""
+    if hints is None:
+        return None
+    if len(hints) != messages:
         raise HintsError(f"hints has {len(hints)} entries for {messages} messages")
-    return hints
+    return [h & _FACT_BITS if h >> _VERSION_SHIFT == RULES_VERSION else 0 for h in hints]

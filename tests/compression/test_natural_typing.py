@@ -12,6 +12,16 @@ from compactbot.compression import CompressorConfig, ContextCompressor
 from compactbot.compression.deterministic import deterministic_summary
 from compactbot.compression.extract import extract_update
 from compactbot.compression.memory import MemoryEntry
+from compactbot.compression.message_hints import (
+    FEATURELESS,
+    PLAIN,
+    RULES_VERSION,
+    SHOWN_AS_IS,
+    SHOWN_FEATURELESS,
+    SHOWN_LIGHT,
+    SUMMARY_CLEAN,
+    message_hints,
+)
 from compactbot.compression.summarizer import SummaryRequest
 from compactbot.compression.template import (
     HEADING_KEY_FACTS,
@@ -26,6 +36,7 @@ NAMES = ("Alice", "Bob", "Carol", "Dave", "Erin", "dana")
 SMALL = CompressorConfig(context_length=8_000, protect_first_n=1, protect_last_n=4)
 LEDGER = "services/billing/ledger.py"
 BOT_LINE = "🔌 offline mode (no LLM configured) — from this chat's history:"
+KEY = "sk-abcdefghijklmnopqrstuvwxyz0123456789"
 BOT_FACT = "• Bob, 2026-11-29: The invoice total is $4,210 and must be paid by 2026-12-20."
 
 
@@ -159,3 +170,18 @@ def test_the_digest_never_lists_the_bots_lines_or_commands_as_facts_or_the_lates
     (ask,) = sections[HEADING_LATEST_ASK]
     assert "can you book the venue" in ask and "/pin" not in ask
     assert "/pin" not in "\n".join(line for lines in sections.values() for line in lines)
+
+
+async def test_hints_stored_by_an_older_version_of_the_rules_vouch_for_nothing() -> None:
+    session = _session()
+    session.insert(30, user("Bob", f"the deploy token is {KEY}"))
+    # Stored before the rules changed: every fact bit claimed, no version stamp.
+    claims = SUMMARY_CLEAN | FEATURELESS | SHOWN_FEATURELESS | PLAIN | SHOWN_AS_IS | SHOWN_LIGHT
+    assert message_hints(session[30]) >> 8 == RULES_VERSION != 0
+    compressor = ContextCompressor(SMALL, clock=FakeClock())
+    result = await compressor.compress(session, force=True, hints=[claims] * len(session))
+    assert result.outcome == "compressed", result.error
+    text = "\n".join(str(m.get("content")) for m in result.messages)
+    assert "could you send the signed contract to the landlord?" in text
+    assert "Keep answers short, please." in text
+    assert KEY not in text and KEY not in str(compressor.memory.entries)
