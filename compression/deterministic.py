@@ -13,8 +13,9 @@ from typing import Any
 from compactbot.compression import template as t
 from compactbot.compression.extract import members_words, read_turn
 from compactbot.compression.features import action_owner, message_features
+from compactbot.compression.line_subjects import subject_of
 from compactbot.compression.redact import redact
-from compactbot.compression.salient import clip, norm_key, sentences, subject_key
+from compactbot.compression.salient import clip, norm_key, sentences
 from compactbot.compression.summarizer import SummaryRequest
 from compactbot.compression.tool_targets import tool_references, tool_target
 from compactbot.compression.transcript import (
@@ -269,7 +270,7 @@ def _newest_per_subject(entries: list[_Entry]) -> list[_Entry]:
     seen: set[str] = set()
     kept: list[_Entry] = []
     for entry in sorted(entries, key=lambda e: e.seq, reverse=True):
-        subject = subject_key(entry.text) if entry.heading in _REPLACEABLE else None
+        subject = subject_of(entry.text)[0] if entry.heading in _REPLACEABLE else None
         if subject is not None:
             if subject in seen:
                 continue

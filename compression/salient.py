@@ -1,4 +1,4 @@
-"""How a chat's text is cut and matched: sentences, links, file names, subjects, duplicates.
+"""How a chat's text is cut and matched: sentences, links, file names, duplicates.
 
 What a sentence says (rule, preference, action) is statement_kind's to tell.
 """
@@ -11,7 +11,6 @@ SENTENCE_MAX_CHARS = 300
 
 # Chinese and Japanese full stops end a sentence without a space after them.
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=\S)|(?<=[。！？；])|\n+")
-_EMPHASIS = re.compile(r"[*_`\"]")
 MENTION = re.compile(r"@([A-Za-z0-9_][\w.-]{0,31})")
 FILE_EXTENSIONS = (
     "py|js|ts|tsx|jsx|md|json|ya?ml|toml|txt|csv|tsv|pdf|docx?|xlsx?|pptx?|png|jpe?g|gif|svg|"
@@ -21,28 +20,7 @@ _DIGIT = re.compile(r"\d")
 _ASCII_DIGITS = "0123456789"
 URL = re.compile(r"https?://[^\s<>\"')\]]+[^\s<>\"')\].,;:!?]")
 FILE_NAME = re.compile(rf"(?<![\w/@.-])(?:[\w.-]+/)*[\w-][\w.-]*\.(?:{FILE_EXTENSIONS})\b")
-_SUBJECT = re.compile(
-    r"^(?:(?:the|our|my|your|their|a|an)\s+)?(?:(?:new|updated|current|final|latest|old)\s+)?"
-    r"(?P<subject>[^\s:=][^:=]{0,60}?)\s*"
-    r"(?:\s(?:is|are|was|were|will\s+be|has\s+been|changed\s+to|moved\s+to|set\s+to)(?:\s+now)?\s"
-    r"|\s*[=:]\s|\s*→\s)",
-    re.IGNORECASE,
-)
-# Labels that start many unrelated lines and so never identify one subject.
-_GENERIC_SUBJECTS = frozenset(
-    {
-        *("decision", "note", "update", "fyi", "todo", "action item", "rule", "question"),
-        *("answer", "re", "reminder", "ps", "warning", "important", "i", "it", "this", "that"),
-        *("there", "he", "she", "they", "we", "you", "what", "who", "which"),
-    }
-)
 _TAG = re.compile(r"^\[[^\]]{1,80}\]\s*")
-# Openers that precede the subject: "Update: the deadline is …", "Actually, the budget is …".
-_OPENER = re.compile(
-    r"^(?:(?:update|note|fyi|correction|actually|ok|okay|so|also|btw|reminder|ps|heads up)"
-    r"\s*[:,!-]?\s+)+",
-    re.IGNORECASE,
-)
 
 
 def sentences(text: str) -> list[str]:
@@ -57,20 +35,6 @@ def sentences(text: str) -> list[str]:
 
 def clip(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
-
-
-def subject_key(line: str) -> str | None:
-    """ "budget" for "[Alice] The budget is $5,000" or "Budget: $5,000"; None when unclear."""
-    text = _OPENER.sub("", _TAG.sub("", line.strip().lstrip("-*• ").strip()))
-    match = _SUBJECT.match(text)
-    if match is None:
-        return None
-    words = _EMPHASIS.sub("", match["subject"]).lower().split()
-    if not words or len(words) > 5 or " ".join(words) in _GENERIC_SUBJECTS:
-        return None
-    if not any(ch.isalpha() for ch in words[0]):
-        return None
-    return " ".join(words)
 
 
 def norm_key(line: str) -> str:
