@@ -13,11 +13,11 @@ from compactbot.compression.line_subjects import FeatureKind
 MIN_WORDS = 3
 MIN_CJK_CHARS = 4
 
+# Each expression below reads the lowered sentence.
 _DECISION = re.compile(
     r"\b(?:we\s+decided|decided\s+(?:to|that|on)|(?:we\s+)?agreed|let'?s\s+go\s+with|"
     r"let\s+us\s+go\s+with|we'?ll\s+go\s+with|we\s+will\s+go\s+with|going\s+with|settled\s+on|"
     r"final\s+decision)\b|\bdecision\s*:|我们决定|决定了|就这么定|定下来",
-    re.IGNORECASE,
 )
 # "I prefer …", "keep answers short": the speaker's own taste, not a rule for everyone.
 _PREFERENCE = re.compile(
@@ -31,10 +31,9 @@ _PREFERENCE = re.compile(
     r"casual|formal|light))\b|"
     r"我(?:更|比较|很|最)?(?:喜欢|偏好|倾向|希望|讨厌)|我不(?:喜欢|想要)|"
     r"请.{0,12}(?:简短|简洁|简单|精简)|(?:回答|回复|答案).{0,6}(?:简短|简洁|短一点)",
-    re.IGNORECASE,
 )
-# A person's name (capitalised, whatever the expression's case rule), not a pronoun.
-_NAME = r"(?-i:(?!(?:It|This|That|There|He|She|They|We|You|I|What|Who|Which|Here)\b)[A-Z][\w-]+)"
+# A person's name (capitalised: read in the sentence as written), not a pronoun.
+_NAME = r"(?!(?:It|This|That|There|He|She|They|We|You|I|What|Who|Which|Here)\b)[A-Z][\w-]+"
 # "No worries", "no idea": chatter, not a prohibition.
 _NOT_RULES = (
     r"(?:worries|worry|problem|problems|prob|idea|way|thanks|clue|rush|doubt|kidding|need)\b"
@@ -42,7 +41,7 @@ _NOT_RULES = (
 # Who a rule binds, before its modal: "we never …", "every expense must …", "the key must …".
 _BOUND = (
     r"(?:we|you|everyone|everybody|nobody|no\s+one|members|people|guests|staff|students|"
-    rf"each\s+\w+|every\s+\w+(?:\s+\w+)?|all\s+\w+|the\s+\w+(?:\s+\w+)?|{_NAME})"
+    r"each\s+\w+|every\s+\w+(?:\s+\w+)?|all\s+\w+|the\s+\w+(?:\s+\w+)?)"
 )
 _MODAL = (
     r"(?:must(?!\s+have\b)|mustn't|shall|shan't|never|always|only|should\s+(?:never|always|not)|"
@@ -58,7 +57,6 @@ _RULE = re.compile(
     r"mandatory|required\s+to|must\s+not|off-limits|no\s+exceptions|at\s+all\s+times|"
     r"without\s+(?:\w+\s+)?(?:approval|sign-?off|permission|consent)|rule\s*:)|"
     r"不要|禁止|必须|务必|只能|不得|一定要|不准|不许|不可以|严禁|切勿|千万别|未经.{0,8}(?:批准|同意|允许)",
-    re.IGNORECASE,
 )
 # A member asking someone to do something, or taking it on.
 _REQUEST = re.compile(
@@ -69,10 +67,13 @@ _REQUEST = re.compile(
     r"(?:someone|somebody|anyone)\s+(?:needs?\s+to|should|has\s+to|must)|"
     r"we\s+(?:need\s+to|should|have\s+to|'ll|will)|we'll|"
     r"i'll|i\s+will|i'm\s+going\s+to|i\s+am\s+going\s+to|i\s+can\s+take|i'll\s+take|"
-    r"todo|to-do|action\s+item|"
-    rf"{_NAME}\s+(?:will|should|needs\s+to|has\s+to|is\s+going\s+to)\s+\w+)\b|"
+    r"todo|to-do|action\s+item)\b|"
     r"请你|请帮|帮我|帮忙|麻烦|你能不能|能不能帮|可以帮|我来|我会|我负责",
-    re.IGNORECASE,
+)
+# What a named person must or will do ("Grace must approve", "Bob will write …"): the name
+# is told by its capital, so this one reads the sentence as written.
+_NAMED = re.compile(
+    rf"\b{_NAME}\s+(?:(?P<rule>{_MODAL})|will|should|needs\s+to|has\s+to|is\s+going\s+to)\s"
 )
 
 
@@ -80,13 +81,15 @@ def statement_kind(sentence: str) -> FeatureKind | None:
     """ "rule", "preference", "decision" or "action" for a sentence that is one; else None."""
     if not _long_enough(sentence):
         return None
-    if _DECISION.search(sentence):
+    lowered = sentence.lower()
+    if _DECISION.search(lowered):
         return "decision"
-    if _PREFERENCE.search(sentence):
+    if _PREFERENCE.search(lowered):
         return "preference"
-    if _RULE.search(sentence):
+    named = None if sentence.islower() else _NAMED.search(sentence)
+    if _RULE.search(lowered) or (named is not None and named["rule"] is not None):
         return "rule"
-    if _REQUEST.search(sentence):
+    if named is not None or _REQUEST.search(lowered):
         return "action"
     return None
 
