@@ -15,7 +15,7 @@ from compactbot.compression.features import (
     action_owner,
     message_features,
 )
-from compactbot.compression.line_weight import may_weigh
+from compactbot.compression.line_weight import text_weight
 from compactbot.compression.memory import MemoryEntry, MemoryUpdate
 from compactbot.compression.redact import redact
 from compactbot.compression.salient import clip
@@ -61,7 +61,7 @@ def extract_update(
 ) -> MemoryUpdate:
     """Entries for `turns` (redacted here); `ids` and `times` are their sources, one per turn.
 
-    `min_weight` > 1: only lines that could weigh that much are read for candidates.
+    `min_weight` > 1: only candidates that weigh that much are kept.
     `empty[i]` True: turn i is known to have no features (`read_features` is NO_FEATURES).
     `speakers`: names known to take part besides those of `turns` (who an action can be for);
     `all_named`: they hold every speaker of `turns`, so a turn known to hold nothing is not read."""
@@ -85,11 +85,10 @@ def extract_update(
         if role not in ("user", "assistant"):
             continue
         if not turn.get("tool_calls") and (
-            (empty[index] if empty is not None else False)
-            or (min_weight > 1 and _cannot_weigh(turn.get("content"), min_weight))
+            role == "assistant" or (empty[index] if empty is not None else False)
         ):
-            # Known to hold nothing: only who spoke counts, and a user's text once it is
-            # known to be the span's last ask (read at the end).
+            # The bot's own words, or known to hold nothing: only who spoke counts, and a
+            # user's text once it is known to be the span's last ask (read at the end).
             if role == "user":
                 if not all_named:
                     text = _readable(content_text(turn.get("content")))
@@ -107,17 +106,15 @@ def extract_update(
             if text.strip() and not is_command(text):
                 last_ask = (text, speaker, turn, source, at)
                 unread.clear()
-        if (
-            not members_words(turn, text)
-            or (empty is not None and empty[index])
-            or (min_weight > 1 and not may_weigh(text, min_weight))
-        ):
+        if not members_words(turn, text) or (empty is not None and empty[index]):
             if not turn.get("tool_calls"):
                 continue
             features = NO_FEATURES
         else:
             memoised = read.get(text)
             features = read[text] = message_features(text, True) if memoised is None else memoised
+            if min_weight > 1:
+                features = _weighing(features, min_weight)
         tool_calls = turn.get("tool_calls")
         if not (features.candidates or features.links or features.questions or tool_calls):
             continue  # most lines: nothing to date or attribute
@@ -197,26 +194,19 @@ def _last_unread_ask(
     return None
 
 
-def too_light_for_backup(turn: Mapping[str, Any]) -> bool:
-    """The backup of exact values reads nothing in this user or assistant turn: no tool call,
-    and no line of its text can weigh BACKUP_MIN_WEIGHT."""
-    return (
-        turn.get("role") in ("user", "assistant")
-        and not turn.get("tool_calls")
-        and _cannot_weigh(turn.get("content"), BACKUP_MIN_WEIGHT)
-    )
+def too_light_for_backup(turn: Mapping[str, Any], features: Features | None = None) -> bool:
+    """The backup of exact values keeps nothing of this user or assistant turn: no tool call,
+    and no candidate that weighs BACKUP_MIN_WEIGHT. `features`: read_features(turn), if known."""
+    if turn.get("role") not in ("user", "assistant") or turn.get("tool_calls"):
+        return False
+    found = read_features(turn) if features is None else features
+    return not _weighing(found, BACKUP_MIN_WEIGHT).candidates
 
 
-def _cannot_weigh(content: Any, min_weight: int) -> bool:
-    """may_weigh() fails on the whole text, so on what read_turn() reads of it: for a text
-    it neither cuts nor strips of think blocks, that is the text or a suffix of it (the
-    speaker's label dropped), which holds nothing the gate seeks that the whole lacks."""
-    return (
-        type(content) is str
-        and len(content) <= READ_LIMIT_CHARS
-        and "<" not in content
-        and not may_weigh(content, min_weight)
-    )
+def _weighing(features: Features, min_weight: int) -> Features:
+    """Only the candidates that weigh `min_weight` (what the backup keeps of a turn)."""
+    kept = tuple(c for c in features.candidates if text_weight(c.text) >= min_weight)
+    return replace(features, candidates=kept)
 
 
 def read_turn(turn: Mapping[str, Any]) -> tuple[str, str | None]:
@@ -232,11 +222,6 @@ def read_features(turn: Mapping[str, Any]) -> Features:
     """The features the extractor finds in the text of one turn (none in the bot's own)."""
     text = read_turn(turn)[0]
     return message_features(text, True) if members_words(turn, text) else NO_FEATURES
-
-
-def finds_features(turn: Mapping[str, Any]) -> bool:
-    """Whether read_features(turn) finds anything."""
-    return read_features(turn) is not NO_FEATURES
 
 
 @lru_cache(maxsize=REDACTED_CACHE_TEXTS)

@@ -118,11 +118,6 @@ def message_features(text: str, from_user: bool) -> Features:
     return Features(tuple(candidates), links, questions)
 
 
-def has_features(text: str, from_user: bool) -> bool:
-    """Whether message_features() finds anything in the text (the store's FEATURELESS hint)."""
-    return message_features(text, from_user) is not NO_FEATURES
-
-
 def action_owner(found: Candidate, speaker: str, names: Sequence[str]) -> str:
     """Who an action item is for: the one addressed or named, the speaker who took it on,
     else the group (a request to no one in particular)."""
