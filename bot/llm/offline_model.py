@@ -53,6 +53,13 @@ _KIND_STEMS = {
     **dict.fromkeys(("decision", "decide"), "decision"),
     **dict.fromkeys(("todo", "task", "action"), "action"),
 }
+# The same in Chinese, found inside a question's run of characters ("我们的规则是什么").
+_KIND_WORDS_CJK = {
+    **dict.fromkeys(("规则", "规定", "约束", "置顶"), "rule"),
+    **dict.fromkeys(("偏好", "喜好"), "preference"),
+    **dict.fromkeys(("决定", "决策"), "decision"),
+    **dict.fromkeys(("待办", "任务"), "action"),
+}
 
 
 def question_keywords(text: str) -> str:
@@ -175,7 +182,9 @@ def _asked_kinds(messages: Sequence[Mapping[str, Any]]) -> set[str]:
     if question is None:
         return set()
     words = question_keywords(content_text(question.get("content"))).split()
-    return {_KIND_STEMS[s] for s in map(stem, words) if s in _KIND_STEMS}
+    kinds = {_KIND_STEMS[s] for s in map(stem, words) if s in _KIND_STEMS}
+    text = "".join(w for w in words if not w.isascii())
+    return kinds | {kind for word, kind in _KIND_WORDS_CJK.items() if word in text}
 
 
 def _trailing_results(messages: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:

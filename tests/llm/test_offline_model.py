@@ -247,3 +247,27 @@ async def test_our_rules_finds_a_stated_rule_a_remembered_rule_and_a_pin(store: 
     assert "• Dave: Nobody deploys on Fridays, no exceptions." in text
     assert "• Ann, 2026-11-29: Only Grace merges to main." in text
     assert "Sundays" not in text and "lunch" not in text and "/pin" not in text
+
+
+@pytest.mark.parametrize(
+    ("question", "said"),
+    [
+        ("[Bob] what are our rules?", "[Dave] We never deploy on Fridays."),
+        ("[Bob] 我们的规则是什么？", "[Dave] 禁止在实验室吃东西。"),
+        ("[Bob] any preferences I should know?", "[Carol] I prefer short answers."),
+    ],
+)
+async def test_a_question_for_a_kind_quotes_the_members_lines_of_that_kind(
+    question: str, said: str
+) -> None:
+    context = [
+        _user(said),
+        _user("[Erin] lunch at noon?"),
+        {"role": "assistant", "content": "Never paste keys; I prefer tea."},  # the bot's own
+        _user(question),
+    ]
+    nothing = {"query": "x", "hits": [], "count": 0}
+    response = await OfflineModel().complete([*context, _tool_result("c1", nothing)])
+    lines = (response.content or "").splitlines()
+    speaker, text = said[1:].split("] ", 1)
+    assert lines[1:] == [f"• {speaker}: {text}"]
