@@ -182,8 +182,9 @@ class TelegramPlatform:
 
     async def _start_updates(self) -> str:
         bot = self._application.bot
-        # Edits update the stored text; channel posts and reactions are nothing we act on.
-        allowed = [Update.MESSAGE, Update.EDITED_MESSAGE]
+        # Edits update the stored text and member changes the admin cache; channel posts and
+        # reactions are nothing we act on.
+        allowed = [Update.MESSAGE, Update.EDITED_MESSAGE, Update.CHAT_MEMBER]
         url = self._config.webhook_url
         if url is None:
             await bot.delete_webhook(drop_pending_updates=False)
@@ -230,6 +231,12 @@ class TelegramPlatform:
         """Returns once the update is stored (or needs nothing); raises when it was not."""
         if update.edited_message is not None:
             await self._handle_edit(update)
+            return
+        if (change := update.chat_member) is not None:
+            # A promotion or demotion takes effect at once, not when the cached answer expires.
+            member = change.new_chat_member
+            is_admin = member.status in ADMIN_STATUSES
+            await self._admins.put(PLATFORM, str(change.chat.id), str(member.user.id), is_admin)
             return
         reason = skip_reason(update)
         if reason is not None:

@@ -141,6 +141,7 @@ class Services:
             protect_last_n=settings.protect_last_n,
             max_tokens=self.config.model.max_tokens,
             abort_on_summary_failure=compression.abort_on_summary_failure,
+            memory_cap_ratio=compression.memory_cap_ratio,
             threshold_tokens_cap=self.threshold_tokens_cap,
             language=None if settings.language == "auto" else settings.language,
         )

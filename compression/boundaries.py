@@ -92,7 +92,7 @@ def find_tail_start(
         if cut <= head_end:
             cut = n - floor
     cut = align_backward(messages, cut, head_end)
-    cut = _anchor(messages, cut, head_end)
+    cut = _anchor(messages, cut, head_end, tokens, int(budget * SOFT_CEILING_RATIO))
     return min(n, max(head_end, align_forward(messages, cut)))
 
 
@@ -108,15 +108,33 @@ def _walk_back(tokens: Sequence[int], head_end: int, limit: int, floor: int) -> 
     return cut
 
 
-def _anchor(messages: Messages, cut: int, head_end: int) -> int:
-    """Pull the latest ask (Hermes #10896) and the reply just read (#29824) into the tail."""
+def _anchor(
+    messages: Messages, cut: int, head_end: int, tokens: Sequence[int], ceiling: int
+) -> int:
+    """Pull the latest ask (Hermes #10896) and the reply just read (#29824) into the tail.
+
+    The reply only while the tail still fits the ceiling: after a flood of unaddressed
+    messages it is summarised with its question, or nothing could ever be compacted again.
+    """
     user = last_index(messages, is_real_user_message, head_end)
     if 0 <= user < cut:
         cut = user
     reply = last_index(messages, is_visible_assistant_reply, head_end)
     if 0 <= reply < cut:
-        cut = align_backward(messages, reply, head_end)
+        pulled = align_backward(messages, reply, head_end)
+        if _fits(tokens, pulled, cut, ceiling):
+            cut = pulled
     return cut
+
+
+def _fits(tokens: Sequence[int], start: int, cut: int, ceiling: int) -> bool:
+    """Whether `[start:]` fits `ceiling`; counts no further back than the ceiling reaches."""
+    total = sum(tokens[index] for index in range(cut, len(tokens)))
+    for index in range(cut - 1, start - 1, -1):
+        if total > ceiling:
+            return False
+        total += tokens[index]
+    return total <= ceiling
 
 
 def plan_boundaries(

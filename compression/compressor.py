@@ -5,31 +5,28 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any
 
 from compactbot.compression import breaker
-from compactbot.compression.assemble import assembled
-from compactbot.compression.boundaries import Boundaries, plan_boundaries
 from compactbot.compression.engine import ContextEngine
 from compactbot.compression.fold import middle_span
-from compactbot.compression.handoff import take_handoffs
-from compactbot.compression.lazy_counts import LazyCounts, tokens_before
+from compactbot.compression.lazy_counts import LazyCounts
 from compactbot.compression.memory import Memory, MessageSource
 from compactbot.compression.message_counts import (
-    assembled_total,
     input_counts,
     recounted,
     summarised_tokens,
 )
 from compactbot.compression.message_hints import checked_hints
+from compactbot.compression.plan import Plan, plan_compaction
 from compactbot.compression.prune import prune_tracked
 from compactbot.compression.redact import redaction_memo
 from compactbot.compression.result import CompressionResult, Outcome
+from compactbot.compression.saving import Saved, saving_output
 from compactbot.compression.state import CompressorState
 from compactbot.compression.summarizer import Summarizer
 from compactbot.compression.summary_step import Summary, SummaryStep, summarise
-from compactbot.compression.template import ensure_pins
 from compactbot.compression.thresholds import CompressorConfig
 from compactbot.compression.tokens import MessageCounter, TokenCounter, uncached_counter_for
 
@@ -39,17 +36,6 @@ CALL_COUNT_CACHE_TEXTS = 100_000
 log = logging.getLogger(__name__)
 
 Messages = Sequence[Mapping[str, Any]]
-
-
-@dataclass(frozen=True, slots=True)
-class _Plan:
-    working: list[Mapping[str, Any]]
-    tokens: Sequence[int]  # one per working message
-    hints: list[int | None] | None  # one per working message, when the caller gave them
-    previous_summary: str | None
-    previous_tokens: int  # an upper bound: the tokens of the messages that carried it
-    boundaries: Boundaries
-    origin: Sequence[int]  # index in the caller's list of each working message
 
 
 class ContextCompressor(ContextEngine):
@@ -69,6 +55,9 @@ class ContextCompressor(ContextEngine):
         self._summarizer = summarizer
         self._state = state or CompressorState()
         self._memory = memory or Memory()
+        # The summary body this compressor last rendered its memory into; None while the
+        # memory is the caller's (given, or empty): only a transcript carrying it gets it.
+        self._memory_body: str | None = None
         self._clock = clock
         # Uncached: what a call counts itself (new texts) must not outlive the call; past the
         # input, each call of the built-in counter gets its own cache (tool names repeat).
@@ -121,7 +110,7 @@ class ContextCompressor(ContextEngine):
 
     def on_session_reset(self) -> None:
         self._state = CompressorState()
-        self._memory = Memory()
+        self._memory, self._memory_body = Memory(), None
 
     def should_compress(self, prompt_tokens: int | None = None) -> bool:
         """True when automatic compaction should run; the -1 sentinel means "wait"."""
@@ -153,7 +142,7 @@ class ContextCompressor(ContextEngine):
         kinds: Sequence[str] | None = None,
     ) -> bool:
         counts = input_counts(messages, token_counts, self._counter)
-        return not self._plan(messages, counts, kinds).boundaries.empty
+        return not self._plan(messages, counts, kinds, None, self._counter).boundaries.empty
 
     async def compress(
         self,
@@ -190,7 +179,7 @@ class ContextCompressor(ContextEngine):
             counter = TokenCounter(self._config.model, cache_entries=CALL_COUNT_CACHE_TEXTS)
         hints = checked_hints(hints, len(messages))
         if memory is not None:
-            self._memory = memory
+            self._memory, self._memory_body = memory, None
         with redaction_memo():
             return await self._compress(
                 messages,
@@ -235,7 +224,7 @@ class ContextCompressor(ContextEngine):
         span = middle_span(pruned, start, end, changed, plan.origin, plan.hints, sources)
         middle_tokens = summarised_tokens(pruned, plan.tokens, start, end, changed)
         step = SummaryStep(
-            self._memory,
+            plan.memory,
             plan.previous_summary,
             plan.previous_tokens,
             plan.working,
@@ -251,72 +240,34 @@ class ContextCompressor(ContextEngine):
         summary, self._state = await summarise(
             step, self._config, self._summarizer, counter, self._state, self._session_id
         )
-        if summary.body is None or summary.memory is None:
+        if summary.memory is None:
             return self._unchanged(messages, counts, "aborted", summary.error, strike=False)
-        body = ensure_pins(summary.body, tuple(pins))
-        kept = pruned[:start] + pruned[end:]
-        output = assembled(pruned[:start], body, pruned[end:])
-        kept_tokens = pruned_tokens[:start] + pruned_tokens[end:]
-        after = assembled_total(output.messages, output.sources, kept, kept_tokens, counter)
-        before = tokens_before(counts, after)
-        if after >= before:
+        saved = saving_output(summary, pruned, pruned_tokens, (start, end), counts, counter)
+        if saved is None:
             return self._unchanged(messages, counts, "noop", "summary not smaller", strike=True)
-        self._memory = summary.memory
-        return self._completed(output.messages, body, summary, before, after, end - start, now)
+        self._memory, self._memory_body = summary.memory, saved.rendered.body
+        return self._completed(saved, summary, end - start, now)
 
     def _plan(
         self,
         messages: Messages,
         counts: Sequence[int],
         kinds: Sequence[str] | None,
-        hints: Sequence[int] | None = None,
-        counter: MessageCounter | None = None,
-    ) -> _Plan:
-        counter = counter or self._counter
+        hints: Sequence[int] | None,
+        counter: MessageCounter,
+    ) -> Plan:
         flags = [kind == "summary" for kind in kinds] if kinds is not None else None
-        handoff = take_handoffs(messages, flags, hints)
-        working = handoff.messages
-        sources = handoff.sources
-        if not handoff.bodies:  # nothing taken out: the messages and counts as they are
-            tokens: Sequence[int] = counts if isinstance(counts, LazyCounts) else list(counts)
-        elif isinstance(counts, LazyCounts):
-            tokens = LazyCounts(
-                working,
-                lambda i: (
-                    counts[sources[i]] if sources[i] >= 0 else counter.count_message(working[i])
-                ),
-            )
-        else:
-            tokens = [
-                counts[source] if source >= 0 else counter.count_message(message)
-                for source, message in zip(sources, working, strict=True)
-            ]
-        # A summary in the transcript means a compaction already ran, also before a restart:
-        # the head decays (#11996) and that summary is the one to update. Without one, a
-        # remembered summary belongs to another session and is dropped (#38788).
-        boundaries = plan_boundaries(
-            working,
-            budget=self.tail_token_budget,
-            protect_first_n=self._config.protect_first_n,
-            protect_last_n=self._config.protect_last_n,
-            decayed=bool(handoff.bodies) or bool(self._memory.entries),
-            tokens=tokens,
+        return plan_compaction(
+            messages, counts, flags, hints, counter, self._config, self._memory_of
         )
-        previous_tokens = sum(counts[i] for i in handoff.summary_sources)
-        # An unwrapped summary (source -1) is not the message its hint was computed for.
-        if hints is None or not handoff.bodies:
-            known: list[int | None] | None = None if hints is None else list(hints)
-        else:
-            known = [hints[i] if i >= 0 else None for i in handoff.sources]
-        return _Plan(
-            working,
-            tokens,
-            known,
-            handoff.previous_summary,
-            previous_tokens,
-            boundaries,
-            handoff.origin,
-        )
+
+    def _memory_of(self, bodies: Sequence[str]) -> Memory:
+        """This compressor's memory, unless it was made for a transcript that carries none of
+        its summaries: then it starts empty (SPEC 6.3, Hermes #38788)."""
+        mine = self._memory_body
+        if mine is None or any(body.strip() == mine.strip() for body in bodies):
+            return self._memory
+        return Memory()
 
     def _unchanged(
         self,
@@ -346,15 +297,9 @@ class ContextCompressor(ContextEngine):
         )
 
     def _completed(
-        self,
-        output: list[dict[str, Any]],
-        body: str,
-        summary: Summary,
-        before: int,
-        after: int,
-        summarised: int,
-        now: float,
+        self, saved: Saved, summary: Summary, summarised: int, now: float
     ) -> CompressionResult:
+        before, after, body = saved.before, saved.after, saved.rendered.body
         savings = round(100.0 * (before - after) / before, 2) if before else 0.0
         was_paused = breaker.is_paused(self._state, now)
         state = replace(
@@ -368,6 +313,12 @@ class ContextCompressor(ContextEngine):
         if breaker.is_ineffective(savings):
             state = breaker.record_strike(state, now)
         self._state = state
+        if saved.rendered.must_show_hidden:
+            log.warning(
+                "compaction session=%s: %d must-show memory entries exceed the memory cap",
+                self._session_id,
+                saved.rendered.must_show_hidden,
+            )
         log.info(
             "compaction session=%s outcome=%s messages=%d tokens=%d->%d savings=%.1f%%",
             self._session_id,
@@ -378,7 +329,7 @@ class ContextCompressor(ContextEngine):
             savings,
         )
         return CompressionResult(
-            messages=output,
+            messages=saved.messages,
             summary=body,
             outcome=summary.outcome,
             tokens_before=before,
@@ -389,6 +340,7 @@ class ContextCompressor(ContextEngine):
             cooldown_until=self._cooldown_until(now),
             paused_until=self._new_pause(was_paused, now),
             memory=summary.memory,
+            must_show_hidden=saved.rendered.must_show_hidden,
         )
 
     def _cooldown_until(self, now: float) -> float | None:

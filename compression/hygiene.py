@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Literal
 
+from compactbot.compression.thresholds import effective_window
+
 HygieneReason = Literal["tokens", "hard_limit"]
 
 
@@ -24,3 +26,11 @@ def hygiene_reason(
     if context_length > 0 and tokens >= int(context_length * threshold):
         return "tokens"
     return None
+
+
+def needs_room(*, tokens: int, context_length: int, max_tokens: int | None = None) -> bool:
+    """A prompt this large cannot be sent at all: compact even while the breaker pauses.
+
+    The anti-thrash pause stops automatic retries only; a request never exceeds the window.
+    """
+    return tokens >= effective_window(context_length, max_tokens)

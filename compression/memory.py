@@ -145,7 +145,8 @@ def apply_update(memory: Memory, update: MemoryUpdate) -> Memory:
     entries = list(memory.entries)
     index_of = {entry.id: i for i, entry in enumerate(entries)}
     # Superseded wordings count too: a quote of an old value must not bring it back as current.
-    seen_text = {(e.kind, norm_text(e.text)) for e in entries}
+    # A repeat is one entry with all its sources.
+    seen_text = {(e.kind, norm_text(e.text)): e.id for e in entries}
     by_subject = {
         norm_subject(e.subject): e.id
         for e in entries
@@ -156,7 +157,10 @@ def apply_update(memory: Memory, update: MemoryUpdate) -> Memory:
     explicit = update.supersedes or {}
     for position, addition in enumerate(update.additions):
         key = (addition.kind, norm_text(addition.text))
-        if not key[1] or key in seen_text:
+        if not key[1]:
+            continue
+        if key in seen_text:
+            _add_sources(entries, index_of[seen_text[key]], addition.sources)
             continue
         if addition.kind == "participant":
             if addition.text.lower() in names:
@@ -178,7 +182,7 @@ def apply_update(memory: Memory, update: MemoryUpdate) -> Memory:
             by_subject[subject] = entry.id
         index_of[entry.id] = len(entries)
         entries.append(entry)
-        seen_text.add(key)
+        seen_text[key] = entry.id
     for resolution in update.resolutions:
         found = index_of.get(resolution.target)
         if found is None:
@@ -192,3 +196,9 @@ def apply_update(memory: Memory, update: MemoryUpdate) -> Memory:
         elif target.kind == "action" and target.status == "current":
             entries[position] = replace(target, status="done", closed_on=resolution.date)
     return replace(memory, entries=tuple(entries))
+
+
+def _add_sources(entries: list[MemoryEntry], position: int, sources: tuple[str, ...]) -> None:
+    known = entries[position]
+    if not set(sources) <= set(known.sources):
+        entries[position] = replace(known, sources=tuple(dict.fromkeys(known.sources + sources)))

@@ -22,7 +22,7 @@ from typing import Any
 
 from compactbot.compression.line_subjects import subject_of
 from compactbot.compression.memory import EntryKind, Memory, MemoryEntry, MemoryUpdate, Resolution
-from compactbot.compression.memory_render import salience
+from compactbot.compression.memory_render import tier_of
 from compactbot.compression.salient import clip
 from compactbot.compression.template import HEADING_PINS
 from compactbot.compression.transcript import content_text, split_speaker
@@ -79,7 +79,7 @@ def format_current(memory: Memory, *, max_chars: int) -> str | None:
     """The current entries as the summarizer sees them: "#ID KIND | subject | speaker | text"."""
     lines: list[tuple[int, str]] = []
     used = 0
-    for entry in sorted(memory.current(), key=lambda e: (-salience(e), -e.id)):
+    for entry in sorted(memory.current(), key=lambda e: (tier_of(e), -e.id)):
         line = format_entry(entry)
         if used + len(line) + 1 > max_chars:
             continue

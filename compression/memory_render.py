@@ -1,42 +1,37 @@
-"""The summary message rendered from the memory's current entries, within a budget (SPEC 6.11)."""
+"""The summary message rendered from the memory's current entries, by importance (SPEC 6.11).
+
+Pins come first, then the tiers below, most important first and newest first within each.
+Once an entry of a tier does not fit, no entry of a lower tier is shown.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from compactbot.compression import template as t
-from compactbot.compression.line_weight import text_weight
-from compactbot.compression.memory import EntryKind, Memory, MemoryEntry, norm_text
+from compactbot.compression.memory import Memory, MemoryEntry, norm_text
 
-# Most salient first: the latest ask, who is here, then rules, decisions, open actions, values.
-_BASE_SALIENCE: dict[EntryKind, int] = {
-    "participant": 30,
-    "rule": 9,
-    "decision": 9,
-    "action": 9,
-    "fact": 8,
-    "preference": 9,
-    "narrative": 7,
-    "link": 4,
-    "question": 2,
-    "tool": 3,
-    "topic": 3,
-}
-LATEST_ASK_SALIENCE = 40
 MAX_CHARS_PER_TOKEN = 8
-_HEADINGS: dict[EntryKind, str] = {
-    "participant": t.HEADING_PARTICIPANTS,
-    "preference": t.HEADING_PARTICIPANTS,
-    "topic": t.HEADING_TOPICS,
-    "narrative": t.HEADING_TOPICS,
-    "decision": t.HEADING_DECISIONS,
-    "action": t.HEADING_ACTION_ITEMS,
-    "rule": t.HEADING_RULES,
-    "fact": t.HEADING_KEY_FACTS,
-    "link": t.HEADING_LINKS,
-    "tool": t.HEADING_TOOL_WORK,
-}
+# Tiers 0-2 (rules, preferences, open action items) are the must-show kinds, pins aside.
+RULE_TIER, PREFERENCE_TIER, OPEN_ACTION_TIER, OPEN_QUESTION_TIER, PARTICIPANTS_TIER = range(5)
+DECISION_TIER, FACT_TIER, LINK_TIER, TOOL_TIER, NOTE_TIER = range(5, 10)
+MUST_SHOW_TIERS = OPEN_ACTION_TIER + 1
+# Sections in the order of the most important tier each holds.
+_SECTION_ORDER: tuple[str, ...] = (
+    t.HEADING_PINS,
+    t.HEADING_RULES,
+    t.HEADING_PARTICIPANTS,
+    t.HEADING_ACTION_ITEMS,
+    t.HEADING_OPEN_QUESTIONS,
+    t.HEADING_DECISIONS,
+    t.HEADING_RESOLVED,
+    t.HEADING_KEY_FACTS,
+    t.HEADING_LINKS,
+    t.HEADING_TOOL_WORK,
+    t.HEADING_LATEST_ASK,
+    t.HEADING_TOPICS,
+)
 PARTICIPANTS_PREFIX = "Seen in this chat: "
 UNAVAILABLE_NOTE = (
     "Note: automatic summary was unavailable for the newest turns; their entries were extracted "
@@ -51,6 +46,15 @@ class Rendered:
     body: str
     shown: int
     hidden: int
+    must_show_hidden: int = 0  # rules, preferences, open action items left out for lack of room
+
+
+@dataclass(frozen=True, slots=True)
+class _Item:
+    tier: int
+    heading: str
+    line: str
+    entry: MemoryEntry
 
 
 def render_memory(
@@ -60,89 +64,145 @@ def render_memory(
     count_tokens: Callable[[str], int],
     unavailable: bool = False,
     max_chars: int | None = None,
-    reserved_tokens: int = 0,
+    pins: Sequence[str] = (),
 ) -> Rendered:
-    """The summary body: current entries, most salient first, within the budgets given.
+    """The summary body within the budgets given; pins are always shown, verbatim.
     `count_tokens` counts at most a text's UTF-8 bytes, as every byte-level BPE does."""
+    items = ordered_items(memory)
     # Bounded first: when every entry fits at its byte length, exact counts (never more)
     # cannot hide one, and the tokenizer runs only when the budget is tight.
-    at_most = _rendered(memory, budget_tokens, utf8_bytes, unavailable, max_chars, reserved_tokens)
+    at_most = _rendered(items, budget_tokens, utf8_bytes, unavailable, max_chars, pins)
     if not at_most.hidden:
         return at_most
-    return _rendered(memory, budget_tokens, count_tokens, unavailable, max_chars, reserved_tokens)
+    return _rendered(items, budget_tokens, count_tokens, unavailable, max_chars, pins)
+
+
+def must_show_tokens(
+    memory: Memory, *, count_tokens: Callable[[str], int], pins: Sequence[str] = ()
+) -> int:
+    """The budget that shows the pins and every must-show entry, as `render_memory` counts."""
+    items = ordered_items(memory)
+    fixed = _body([], UNAVAILABLE_NOTE, pins, hidden=len(items))  # the longer note
+    headings = {t.HEADING_PINS} if pins else set()
+    need = count_tokens(fixed)
+    for item in items:
+        if item.tier < MUST_SHOW_TIERS:
+            need += _cost(item, item.heading not in headings, count_tokens)
+            headings.add(item.heading)
+    return need
 
 
 def utf8_bytes(text: str) -> int:
     return len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass"))
 
 
+def ordered_items(memory: Memory) -> list[_Item]:
+    """The current entries as lines, most important first; identical texts are one entry
+    (the most important of them) with all their sources."""
+    by_text: dict[str, MemoryEntry] = {}
+    people: list[MemoryEntry] = []
+    for entry in sorted(memory.current(), key=lambda e: (tier_of(e), -e.id)):
+        if entry.kind == "participant":
+            people.append(entry)
+            continue
+        key = norm_text(entry.text)
+        kept = by_text.get(key)
+        if kept is None:
+            by_text[key] = entry
+        elif not set(entry.sources) <= set(kept.sources):
+            by_text[key] = replace(kept, sources=tuple(dict.fromkeys(kept.sources + entry.sources)))
+    items = [_Item(tier_of(e), heading_of(e), entry_line(e), e) for e in by_text.values()]
+    if people:
+        line = PARTICIPANTS_PREFIX + ", ".join(e.text for e in sorted(people, key=lambda e: e.id))
+        items.append(_Item(PARTICIPANTS_TIER, t.HEADING_PARTICIPANTS, line, people[0]))
+    items.sort(key=lambda item: item.tier)  # stable: newest first within a tier
+    return items
+
+
 def _rendered(
-    memory: Memory,
+    items: Sequence[_Item],
     budget_tokens: int,
     count_tokens: Callable[[str], int],
     unavailable: bool,
     max_chars: int | None,
-    reserved_tokens: int,
+    pins: Sequence[str],
 ) -> Rendered:
     note = UNAVAILABLE_NOTE if unavailable else MEMORY_NOTE
-    entries = memory.current()
-    people = [e for e in entries if e.kind == "participant"]
-    others = [e for e in entries if e.kind != "participant"]
-    room = budget_tokens - reserved_tokens - count_tokens(note) - count_tokens(MORE_NOTE) - 8
-    chars_room = (max_chars - len(note) - len(MORE_NOTE) - 8) if max_chars else None
-    chosen: list[tuple[MemoryEntry, str]] = []
-    seen: set[str] = set()
-    if people:
-        line = PARTICIPANTS_PREFIX + ", ".join(e.text for e in people)
-        room -= count_tokens(line) + 1
-        if chars_room is not None:
-            chars_room -= len(line) + 1
-        chosen.append((people[0], line))
-    hidden = 0
-    for entry in sorted(others, key=lambda e: (-salience(e), -e.id)):
-        line = entry_line(entry)
-        key = norm_text(entry.text)
-        if key in seen:
-            continue
-        # No tokenizer call for a line that cannot fit: a token spans at most ~8 characters.
-        if len(line) // MAX_CHARS_PER_TOKEN > room:
+    fixed = _body([], note, pins, hidden=len(items))
+    room = budget_tokens - count_tokens(fixed)
+    chars_room = max_chars - len(fixed) if max_chars else None
+    chosen: list[_Item] = []
+    headings = {t.HEADING_PINS} if pins else set()
+    hidden = must_show_hidden = 0
+    closed_below: int | None = None  # a tier that hid an entry: no lower tier is shown
+    for item in items:
+        new_heading = item.heading not in headings
+        cost_chars = len(item.line) + 1 + (len(item.heading) + 2 if new_heading else 0)
+        if not _fits(item, closed_below, cost_chars, room, chars_room):
+            cost = None
+        else:
+            cost = _cost(item, new_heading, count_tokens)
+        if cost is None or cost > room:
             hidden += 1
+            must_show_hidden += item.tier < MUST_SHOW_TIERS
+            closed_below = item.tier if closed_below is None else closed_below
             continue
-        cost = count_tokens(line) + 1
-        if cost > room or (chars_room is not None and len(line) + 1 > chars_room):
-            hidden += 1
-            continue
-        seen.add(key)
         room -= cost
         if chars_room is not None:
-            chars_room -= len(line) + 1
-        chosen.append((entry, line))
+            chars_room -= cost_chars
+        headings.add(item.heading)
+        chosen.append(item)
+    body = _body(chosen, note, pins, hidden)
+    return Rendered(body, len(chosen), hidden, must_show_hidden)
+
+
+def _cost(item: _Item, new_heading: bool, count_tokens: Callable[[str], int]) -> int:
+    return count_tokens(item.line) + 1 + (count_tokens(item.heading) + 2 if new_heading else 0)
+
+
+def _fits(
+    item: _Item, closed_below: int | None, chars: int, room: int, chars_room: int | None
+) -> bool:
+    """Whether a line may still be shown, before its tokens are counted."""
+    if closed_below is not None and item.tier > closed_below:
+        return False
+    if chars_room is not None and chars > chars_room:
+        return False
+    # A token spans at most ~8 characters: a line this long cannot fit.
+    return chars // MAX_CHARS_PER_TOKEN <= room
+
+
+def _body(chosen: Sequence[_Item], note: str, pins: Sequence[str], hidden: int) -> str:
+    sections: dict[str, list[str]] = {}
+    if pins:
+        sections[t.HEADING_PINS] = t.pin_lines(pins)
+    for item in chosen:
+        sections.setdefault(item.heading, []).append(item.line)
     lines = [note]
-    by_heading: dict[str, list[tuple[MemoryEntry, str]]] = {}
-    for entry, line in sorted(chosen, key=lambda pair: pair[0].id):
-        by_heading.setdefault(heading_of(entry), []).append((entry, line))
-    for heading in t.SECTION_HEADINGS:
-        items = by_heading.get(heading)
-        if items:
-            lines += ["", heading, *(line for _, line in items)]
+    for heading in _SECTION_ORDER:
+        if heading in sections:
+            lines += ["", heading, *sections[heading]]
     if hidden:
         lines += ["", MORE_NOTE.format(count=hidden)]
-    return Rendered("\n".join(lines), len(chosen), hidden)
+    return "\n".join(lines)
 
 
-def salience(entry: MemoryEntry) -> int:
-    if entry.kind == "topic" and entry.subject == "latest ask":
-        return LATEST_ASK_SALIENCE
-    base = _BASE_SALIENCE[entry.kind]
-    if entry.status in ("done", "resolved"):
-        base -= 4
-    if entry.speaker == "assistant":
-        base -= 1
-    if entry.origin == "extractor":
-        base -= 1  # beside a summarizer's entries, the extractor's backups rank lower
-    if entry.subject:
-        base += 1  # "<subject> is <value>": the shape of the facts summaries lose first
-    return base + text_weight(entry.text)
+def tier_of(entry: MemoryEntry) -> int:
+    """Where an entry ranks in the order of importance; a lower number is shown first."""
+    kind, current = entry.kind, entry.status == "current"
+    if kind == "rule":
+        return RULE_TIER
+    if kind == "preference":
+        return PREFERENCE_TIER
+    if kind == "action":
+        return OPEN_ACTION_TIER if current else DECISION_TIER
+    if kind == "question":
+        return OPEN_QUESTION_TIER if current else DECISION_TIER
+    if kind == "participant":
+        return PARTICIPANTS_TIER
+    return {"decision": DECISION_TIER, "fact": FACT_TIER, "link": LINK_TIER}.get(
+        kind, TOOL_TIER if kind == "tool" else NOTE_TIER
+    )
 
 
 def heading_of(entry: MemoryEntry) -> str:
@@ -151,6 +211,20 @@ def heading_of(entry: MemoryEntry) -> str:
     if entry.kind == "topic" and entry.subject == "latest ask":
         return t.HEADING_LATEST_ASK
     return _HEADINGS[entry.kind]
+
+
+_HEADINGS: dict[str, str] = {
+    "participant": t.HEADING_PARTICIPANTS,
+    "preference": t.HEADING_PARTICIPANTS,
+    "topic": t.HEADING_TOPICS,
+    "narrative": t.HEADING_TOPICS,
+    "decision": t.HEADING_DECISIONS,
+    "action": t.HEADING_ACTION_ITEMS,
+    "rule": t.HEADING_RULES,
+    "fact": t.HEADING_KEY_FACTS,
+    "link": t.HEADING_LINKS,
+    "tool": t.HEADING_TOOL_WORK,
+}
 
 
 def entry_line(entry: MemoryEntry) -> str:
@@ -175,8 +249,3 @@ def entry_line(entry: MemoryEntry) -> str:
     elif entry.kind == "question" and entry.status == "resolved":
         text += f" — answer: {entry.answer}" if entry.answer else " — answered"
     return text
-
-
-def counts_line(counts: Sequence[tuple[str, int]]) -> str:
-    """ "3 rules, 2 decisions" for /status."""
-    return ", ".join(f"{n} {kind}{'' if n == 1 else 's'}" for kind, n in counts)

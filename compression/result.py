@@ -29,6 +29,9 @@ class CompressionResult:
     paused_until: float | None = None
     # The session's memory after this call (SPEC 6.11); persist it with the compacted rows.
     memory: Memory | None = None
+    # Rules, preferences and open action items the summary could not show within the memory
+    # cap (SPEC 6.11): they stay in the memory, reachable by recall.
+    must_show_hidden: int = 0
 
     @property
     def changed(self) -> bool:

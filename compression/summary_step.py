@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -17,12 +17,11 @@ from compactbot.compression.fold_inputs import (
     reread_span,
 )
 from compactbot.compression.memory import Memory
-from compactbot.compression.memory_render import render_memory
+from compactbot.compression.memory_render import Rendered, must_show_tokens, render_memory
 from compactbot.compression.result import Outcome
 from compactbot.compression.state import CompressorState
 from compactbot.compression.summarizer import Summarizer
 from compactbot.compression.summary_chunks import summary_view
-from compactbot.compression.template import pin_lines
 from compactbot.compression.thresholds import CompressorConfig
 from compactbot.compression.tokens import MessageCounter
 
@@ -52,10 +51,13 @@ class SummaryStep:
 
 @dataclass(frozen=True, slots=True)
 class Summary:
-    body: str | None
+    """The folded memory and its rendering; `memory` None means abort."""
+
     outcome: Outcome
     error: str | None = None
     memory: Memory | None = None
+    rendered: Rendered | None = None
+    render: Callable[[int], Rendered] | None = None  # the same memory within another budget
 
 
 async def summarise(
@@ -66,29 +68,33 @@ async def summarise(
     state: CompressorState,
     session_id: str | None,
 ) -> tuple[Summary, CompressorState]:
-    """The rendered summary (`body` None means abort) and the breaker state after it."""
+    """The folded memory rendered by importance, and the breaker state after it."""
     memory = step.memory
     if not memory.entries and step.previous_summary:
         memory = legacy_memory(step.previous_summary, today_of(step.now))
     span_tokens = step.middle_tokens + (step.previous_tokens if step.previous_summary else 0)
     budget = config.summary_budget(span_tokens)
     folded, state = await _fold(step, memory, config, summarizer, state, session_id, budget)
-    if folded.memory is None:
-        return Summary(None, "aborted", folded.error), state
+    folded_memory = folded.memory
+    if folded_memory is None:
+        return Summary("aborted", folded.error), state
     extracted = summarizer is None or folded.extracted
-    # The extractor's summary is never more than half the span it replaces (SPEC 6.6), so
-    # it saves as soon as the span outweighs the fixed framing twice over; a summarizer's
-    # has the summary budget (6.2), and the size check below still rejects a growth.
-    room = min(budget, span_tokens // 2) if extracted else budget
-    rendered = render_memory(
-        folded.memory,
-        budget_tokens=max(0, room),
-        count_tokens=counter.count_text,
-        unavailable=summarizer is not None and folded.extracted,
-        max_chars=EXTRACTED_MAX_CHARS if extracted else None,
-        reserved_tokens=counter.count_text("\n".join(pin_lines(step.pins))),
-    )
-    return Summary(rendered.body, folded.outcome, folded.error, folded.memory), state
+    count = counter.count_text
+
+    def render(room: int) -> Rendered:
+        return render_memory(
+            folded_memory,
+            budget_tokens=max(0, room),
+            count_tokens=count,
+            unavailable=summarizer is not None and folded.extracted,
+            max_chars=EXTRACTED_MAX_CHARS if extracted else None,
+            pins=step.pins,
+        )
+
+    # Sized for the memory, not for the span just compacted (SPEC 6.11).
+    need = must_show_tokens(folded_memory, count_tokens=count, pins=step.pins)
+    rendered = render(config.render_budget(span_tokens, need))
+    return Summary(folded.outcome, folded.error, folded_memory, rendered, render), state
 
 
 async def _fold(

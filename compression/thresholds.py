@@ -15,6 +15,9 @@ SUMMARY_WINDOW_RATIO = 0.05
 SUMMARY_TOKENS_CEILING = 10_000
 SUMMARY_TOKENS_FLOOR = 2_000
 SUMMARY_SHARE_OF_MIDDLE = 0.20
+# The rendered memory grows past the summary budget for what must be shown (pins, rules,
+# preferences, open action items), up to this share of the window (SPEC 6.11).
+MEMORY_CAP_RATIO = 0.10
 
 
 def effective_window(context_length: int, max_tokens: int | None = None) -> int:
@@ -50,6 +53,7 @@ class CompressorConfig:
     threshold_tokens_cap: int | None = None
     model: str | None = None
     language: str | None = None  # the chat's language for summaries; None: the turns' own
+    memory_cap_ratio: float = MEMORY_CAP_RATIO
 
     def __post_init__(self) -> None:
         if self.context_length <= 0:
@@ -60,6 +64,8 @@ class CompressorConfig:
             raise ValueError(f"protect_first_n must be >= 0, got {self.protect_first_n}")
         if self.protect_last_n < 0:
             raise ValueError(f"protect_last_n must be >= 0, got {self.protect_last_n}")
+        if not 0 < self.memory_cap_ratio <= 1:
+            raise ValueError(f"memory_cap_ratio must be in (0, 1], got {self.memory_cap_ratio}")
         if self.threshold_tokens_cap is not None and self.threshold_tokens_cap <= 0:
             raise ValueError(
                 f"threshold_tokens_cap must be positive, got {self.threshold_tokens_cap}"
@@ -88,3 +94,14 @@ class CompressorConfig:
         """Target summary size; the 2,000 floor wins on small windows (SPEC 6.9)."""
         share = int(middle_tokens * SUMMARY_SHARE_OF_MIDDLE)
         return max(SUMMARY_TOKENS_FLOOR, min(share, self.max_summary_tokens))
+
+    @property
+    def memory_cap_tokens(self) -> int:
+        """The most the rendered memory may take for its must-show entries; the summary
+        budget's 2,000 floor wins on small windows."""
+        return max(SUMMARY_TOKENS_FLOOR, int(self.context_length * self.memory_cap_ratio))
+
+    def render_budget(self, span_tokens: int, must_show_tokens: int) -> int:
+        """The rendered memory's budget: the summary budget, or what the must-show entries
+        need, up to the cap (SPEC 6.11)."""
+        return max(self.summary_budget(span_tokens), min(must_show_tokens, self.memory_cap_tokens))

@@ -14,7 +14,7 @@ from typing import Protocol
 
 from compactbot.bot.commands.catchup import catchup
 from compactbot.bot.commands.console_link import console_link
-from compactbot.bot.commands.status_report import status_text, usage_text
+from compactbot.bot.commands.status_report import must_show_over_cap, status_text, usage_text
 from compactbot.bot.compaction.report import CompactionReport, ReportSink
 from compactbot.bot.events import Adapter, DeliveryError, InboundMessage, ReplyTarget
 from compactbot.bot.i18n import language_for, localize
@@ -113,6 +113,9 @@ async def _status(args: str, ctx: CommandContext) -> list[str]:
     session = await store.get_session(ctx.session_id)
     events = await store.list_compression_events(chat_key=session.chat_key, limit=20)
     last = next((e for e in events if e.outcome in ("compressed", "fallback")), None)
+    memory = await store.load_memory(session.id)
+    pins = [p.text for p in await store.list_pins(session.chat_key)]
+    config = services.compaction_settings(ctx.settings)
     return [
         status_text(
             session,
@@ -123,7 +126,8 @@ async def _status(args: str, ctx: CommandContext) -> list[str]:
             archived_messages=await store.count_archived(session.chat_key),
             last_compaction=last,
             now=services.clock(),
-            memory_counts=(await store.load_memory(session.id)).counts(),
+            memory_counts=memory.counts(),
+            memory_over_cap=must_show_over_cap(memory, pins, config, services.counter),
         )
     ]
 

@@ -16,7 +16,7 @@ from compactbot.bot.services import Services
 from compactbot.bot.settings.chat_settings import ChatSettings
 from compactbot.bot.store.base import SessionRecord
 from compactbot.compression import breaker
-from compactbot.compression.hygiene import hygiene_reason
+from compactbot.compression.hygiene import hygiene_reason, needs_room
 
 log = logging.getLogger(__name__)
 
@@ -45,15 +45,27 @@ class BackgroundCompactions:
         services = self._services
         if not services.config.compression.enabled:
             return
+        tokens = max(session.compressor.last_prompt_tokens, session.active_tokens)
         reason = hygiene_reason(
             message_count=session.active_messages,
-            tokens=max(session.compressor.last_prompt_tokens, session.active_tokens),
+            tokens=tokens,
             context_length=services.window_for(settings),
             threshold=settings.hygiene_threshold,
             hard_message_limit=settings.hygiene_hard_message_limit,
         )
-        if reason is None or breaker.is_paused(session.compressor, services.clock()):
+        if reason is None:
             return
+        # A paused breaker stops the automatic retries, never the room the next request needs;
+        # a failing summarizer is left to its cooldown (the next turn still makes room).
+        forced = False
+        now = services.clock()
+        if breaker.is_paused(session.compressor, now):
+            window = services.compaction_settings(settings)
+            if breaker.in_cooldown(session.compressor, now) or not needs_room(
+                tokens=tokens, context_length=window.context_length, max_tokens=window.max_tokens
+            ):
+                return
+            forced = True
 
         async def notify(report: CompactionReport) -> None:
             if reason == "hard_limit" and report.changed:
@@ -73,11 +85,12 @@ class BackgroundCompactions:
             session.chat_key,
             settings,
             trigger=HYGIENE_TRIGGER,
-            force=False,
+            force=forced,
             focus=None,
             on_done=notify,
-            # At the hard message limit the compaction cannot wait for a rate-limited summarizer.
-            urgent=reason == "hard_limit",
+            # At the hard message limit, or out of room, the compaction cannot wait for a
+            # rate-limited summarizer.
+            urgent=reason == "hard_limit" or forced,
         )
 
     def start(

@@ -44,6 +44,9 @@ def to_rows(
                 "platform_message_id": original.platform_message_id,
                 "created_at": original.created_at,
             }
+            extra["copy_of"] = original.id
+            if not verbatim:
+                extra["copied_tokens"] = original.tokens
         tokens = original.tokens if verbatim and original else counter.count_message(message)
         if verbatim and original and original.hints is not None:
             extra["hints"] = original.hints  # the same form, so the same hints

@@ -65,6 +65,8 @@ class _Outcome:
     system_prompt: str | None = None
     state: StateDelta | None = None
     memory: Memory | None = None
+    # The live rows the summary was written from: edits of them since do not fence the commit.
+    span_ids: tuple[int, ...] = ()
 
 
 class LeaseLost(Exception):
@@ -75,8 +77,8 @@ class SessionCompactor:
     """Compacts a stored session in place; every path (turn, hygiene, overnight, /compress).
 
     Optimistic: the summary is written while the chat keeps flowing (new rows land after the
-    fence), under the session's compaction lease; only the commit, one transaction with
-    compare-and-set on the session version, is exclusive.
+    fence, edits of read rows are applied after the commit), under the session's compaction
+    lease; only the commit, one transaction with compare-and-set on the session, is exclusive.
     """
 
     def __init__(
@@ -247,6 +249,7 @@ class SessionCompactor:
             system_prompt=new_system,
             state=_changes(before, compressor.state),
             memory=result.memory if changed else None,
+            span_ids=tuple(m.id for m in considered),
         )
 
     async def _commit(
@@ -267,6 +270,7 @@ class SessionCompactor:
             event=event,
             holder=lease.holder,
             memory=outcome.memory,
+            span_ids=outcome.span_ids,
         )
         if commit is None:
             log.warning(

@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from compactbot.bot.commands.router import CommandContext, run_command
 from compactbot.bot.compaction.background import BackgroundCompactions, Notice
@@ -18,7 +18,7 @@ from compactbot.bot.compaction.report import ReportSink
 from compactbot.bot.events import Adapter, DeliveryError, InboundMessage, ReplyTarget
 from compactbot.bot.i18n import language_for, localize, localize_trailer
 from compactbot.bot.ingress import steps as ingress
-from compactbot.bot.ingress.inbound_text import drop_images, enrich_media, reply_quote
+from compactbot.bot.ingress.inbound_text import drop_images, enrich_media, neutralised, reply_quote
 from compactbot.bot.ingress.limits import (
     RATE_WINDOW_SECONDS,
     NoticeGate,
@@ -39,7 +39,6 @@ from compactbot.bot.turns.failure_notices import FailureNotices
 from compactbot.bot.turns.lanes import LaneScheduler
 from compactbot.bot.turns.streaming import finish_stream, open_stream
 from compactbot.bot.turns.turn_requests import turn_request
-from compactbot.compression.forgery import neutralise
 
 log = logging.getLogger(__name__)
 
@@ -103,10 +102,7 @@ class Gateway:
         async with self._order.holding(message.chat_key for message, _ in batch):
             run: list[Delivery] = []
             for message, adapter in batch:
-                # No member can forge an earlier summary, by text or display name (SPEC 6.9).
-                text, name = neutralise(message.text), neutralise(message.author_name)
-                if text is not message.text or name is not message.author_name:
-                    message = replace(message, text=text, author_name=name)
+                message = neutralised(message)
                 if not ingress.allowed(message.chat_key, allowed_chats):
                     await self._refuse_chat(message, adapter)
                     continue

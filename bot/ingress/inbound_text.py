@@ -8,17 +8,27 @@ still found) and taken from the platform's copy of it only when the store never 
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 
 from compactbot.bot.events import InboundMessage
 from compactbot.bot.ingress.media import MediaLimits, placeholder, read_media, with_media
 from compactbot.bot.services import Services
 from compactbot.bot.store.base import Store
+from compactbot.compression.forgery import neutralise
 from compactbot.compression.message_hints import message_hints
 
 # A quote is context, not the conversation: long originals are cut to this.
 QUOTE_MAX_CHARS = 400
 BOT_NAME = "the bot"
 _ATTRIBUTION_RE = re.compile(r"^\[([^\]\n]{1,100})\] ")
+
+
+def neutralised(message: InboundMessage) -> InboundMessage:
+    """The message with its text and display name unable to forge a summary (SPEC 6.9, 16)."""
+    text, name = neutralise(message.text), neutralise(message.author_name)
+    if text == message.text and name == message.author_name:
+        return message
+    return replace(message, text=text, author_name=name)
 
 
 async def reply_quote(store: Store, message: InboundMessage) -> str | None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 
 from compactbot.bot.events import InboundMessage
-from compactbot.bot.ingress.inbound_text import reply_quote, transcript_text
+from compactbot.bot.ingress.inbound_text import neutralised, reply_quote, transcript_text
 from compactbot.bot.services import Services
 from compactbot.compression.message_hints import message_hints
 
@@ -21,6 +21,8 @@ EDIT_DEDUP_PLATFORM_SUFFIX = "-edit"
 
 async def apply_edit(services: Services, message: InboundMessage) -> bool:
     """Store the new text of an edited message; False when the bot never stored it."""
+    # An edit passes the same guard as a new message: no forged summary framing (SPEC 16).
+    message = neutralised(message)
     if message.platform_message_id is None or not await _first_time(services, message):
         return False
     settings = await services.settings_for(message.chat_key)

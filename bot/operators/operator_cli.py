@@ -15,6 +15,7 @@ from compactbot.bot import plugins
 from compactbot.bot.app import App
 from compactbot.bot.llm.offline_model import OfflineModel
 from compactbot.bot.operators import views as operator_views
+from compactbot.bot.operators.terminal_text import terminal_safe
 from compactbot.bot.settings import chat_settings
 from compactbot.bot.settings.chat_settings import SettingError
 from compactbot.bot.settings.config import Config
@@ -64,7 +65,7 @@ async def dispatch(command: str, args: argparse.Namespace, config: Config) -> in
 
 async def _views(app: App, args: argparse.Namespace) -> None:
     for line in await operator_views.show(app.services.store, args.command, args):
-        print(line)
+        print(terminal_safe(line))
 
 
 def _read_only_store(config: Config) -> Store:
@@ -106,7 +107,7 @@ async def _chats(app: App, args: argparse.Namespace) -> None:
         events = await store.list_compression_events(chat_key=chat.key, limit=20)
         last = next((e for e in events if e.outcome in ("compressed", "fallback")), None)
         settings = await app.services.settings_for(chat.key)
-        print(
+        line = (
             f"{chat.key}  {chat.platform}  {chat.title or '-'}  "
             f"{sum(s.active_messages for s in sessions)} msgs  "
             f"{sum(s.active_tokens for s in sessions):,}/{window:,} tokens  "
@@ -114,6 +115,7 @@ async def _chats(app: App, args: argparse.Namespace) -> None:
             f"last {_when(last.ended_at if last else None)}"
             + "".join(f"  {j.name} {j.next_run_text(settings, app.config)}" for j in jobs)
         )
+        print(terminal_safe(line))  # a chat's title is the members' to choose
 
 
 async def _config(app: App, args: argparse.Namespace) -> None:
@@ -203,8 +205,8 @@ def _history_line(row: StoredMessage) -> str:
     marks = "S" if row.kind == "summary" else " "
     marks += " " if row.active else "a"
     who = row.author_name or row.role
-    text = row.text.replace("\n", " ⏎ ")
-    return f"{row.id:>7} s{row.session_id:<4} {marks} {_when(row.created_at)} {who}: {text}"
+    line = f"{row.id:>7} s{row.session_id:<4} {marks} {_when(row.created_at)} {who}: {row.text}"
+    return terminal_safe(line)
 
 
 def _memory_line(entry: MemoryEntry) -> str:
@@ -216,8 +218,8 @@ def _memory_line(entry: MemoryEntry) -> str:
     who = ", ".join(p for p in (entry.speaker, entry.date) if p)
     subject = f" (subject: {entry.subject})" if entry.subject else ""
     sources = " <- " + ", ".join(entry.sources) if entry.sources else ""
-    text = entry.text.replace("\n", " ⏎ ")
-    return f"#{entry.id:<5} {entry.kind}{status} [{who}] {text}{subject}{sources}"
+    line = f"#{entry.id:<5} {entry.kind}{status} [{who}] {entry.text}{subject}{sources}"
+    return terminal_safe(line)
 
 
 async def _stats(app: App, args: argparse.Namespace) -> None:

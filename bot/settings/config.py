@@ -163,6 +163,8 @@ class CompressionConfig(_Section):
     protect_first_n: Annotated[int, Field(ge=0, le=100)] = 3
     protect_last_n: Annotated[int, _in("protect_last_n")] = 20
     abort_on_summary_failure: bool = False
+    # Most of the window the summary may take for pins, rules, preferences and open actions.
+    memory_cap_ratio: Annotated[float, Field(gt=0, le=1)] = 0.10
     context_engine: Annotated[str, AfterValidator(check_context_engine)] = "compressor"
     hygiene_threshold: Annotated[float, _in("hygiene_threshold")] = 0.85
     hygiene_hard_message_limit: Annotated[int, _in("hygiene_hard_message_limit")] = 5000
@@ -192,7 +194,9 @@ class GatewayConfig(_Section):
     turn_lease_seconds: Annotated[float, Field(ge=2, le=600)] = 30.0
     allowed_chats: Annotated[tuple[str, ...], AfterValidator(check_chat_keys)] = ("*",)
     operators: Annotated[tuple[str, ...], AfterValidator(check_operator_ids)] = ()
-    admin_cache_seconds: NonNegativeInt = 300
+    # Telegram answers whether a member is an admin; a demotion must bite within a minute even
+    # where the bot cannot see member updates (SPEC 16).
+    admin_cache_seconds: Annotated[int, Field(ge=0, le=60)] = 60
     user_rate_limit_per_minute: Annotated[int, _in("user_rate_limit_per_minute")] = 20
     daily_token_budget: Annotated[int, _in("daily_token_budget")] = 0  # 0: unlimited
     persona: NonEmpty = DEFAULT_PERSONA

@@ -48,7 +48,7 @@ class SessionRecord:
     ended_at: float | None
     active_tokens: int
     active_messages: int
-    # Bumped by every compaction; archive_and_compact applies only when it still matches.
+    # Bumped by every compaction and every in-place change of a live row (edits, deletes).
     version: int
     last_activity_at: float
     system_prompt: str | None
@@ -270,6 +270,7 @@ class TranscriptStore(Protocol):
         event: CompressionEvent | None = None,
         holder: str | None = None,
         memory: Memory | None = None,
+        span_ids: Sequence[int] | None = None,
     ) -> CompactionCommit | None:
         """The whole compaction commit, in one transaction; `memory` (SPEC 6.11), when given,
         replaces the session's memory in that same transaction.
@@ -279,7 +280,10 @@ class TranscriptStore(Protocol):
         after it; applies the `state` delta to the current state; writes `system_prompt` and
         `event`; releases `holder`'s lock.
         Compare-and-set on `session.version` (and on `holder` still owning the lock): returns
-        None and changes nothing if another commit won.
+        None and changes nothing if another commit won. `span_ids`, the live rows the compaction
+        read: while every one of them is still live, a version change (an edit, late content)
+        does not fence the commit out; the edit is applied after it, as to any archived row, and
+        each verbatim copy (`NewMessage.copy_of`) takes its original's text as of the commit.
         """
         ...
 

@@ -45,6 +45,12 @@ class NewMessage:
     # message_hints() of the row as it is read back; None: the store computes them as it writes
     # the row (on SQLite's writer thread, off the event loop that parses the next message).
     hints: int | None = None
+    # The stored row this one copies (a compaction's kept tail): at the commit the copy takes
+    # that row's text as it is then, so an edit made meanwhile is not undone.
+    copy_of: int | None = None
+    # Set when a summary is merged into the copy: the row's count when copied, so such an edit
+    # replaces only the member's part (and share of the count).
+    copied_tokens: int | None = None
 
     @classmethod
     def from_openai(

@@ -12,19 +12,23 @@ from typing import TYPE_CHECKING, Any
 
 from compactbot.bot.store import rows
 from compactbot.bot.store.base import StoredMessage
+from compactbot.bot.store.merged_copies import Rewrite, member_row, merged_rewrite, merged_tokens
 from compactbot.bot.store.postgres_database import PostgresDatabase
 from compactbot.bot.store.postgres_rows import search_text_of
 
 if TYPE_CHECKING:
     from compactbot.bot.store.postgres_database import PooledConnection
 
+# A copy with a summary merged into it is the message only in part: the plain rows come first.
 _FIND_SQL = (
     "SELECT m.* FROM messages m JOIN sessions s ON s.id = m.session_id"
-    " WHERE s.chat_key = $1 AND m.platform_message_id = $2 ORDER BY m.id DESC LIMIT 1"
+    " WHERE s.chat_key = $1 AND m.platform_message_id = $2"
+    " ORDER BY m.kind = 'summary', m.id DESC LIMIT 1"
 )
 # The message and its compaction copies, in every session of the chat.
 _ALL_COPIES_SQL = (
-    "SELECT m.id, m.session_id, m.active, m.tokens, m.tool_calls FROM messages m"
+    "SELECT m.id, m.session_id, m.active, m.tokens, m.tool_calls, m.content, m.content_format"
+    " FROM messages m"
     " JOIN sessions s ON s.id = m.session_id"
     " WHERE s.chat_key = $1 AND m.platform_message_id = $2 ORDER BY m.id"
 )
@@ -61,30 +65,36 @@ class PostgresRevisions:
         now = self._clock()
         async with self._db.transaction() as conn:
             targets = await _locked_copies(conn, chat_key, platform_message_id)
-            original = await conn.fetchrow(_FIND_SQL, chat_key, platform_message_id)
-            if original is None:
+            if not targets:
                 return False
+            source = member_row(targets)
             await conn.execute(
                 "INSERT INTO message_revisions(message_id, content, content_format, edited_at)"
                 " VALUES ($1, $2, $3, $4)",
-                original["id"],
-                original["content"],
-                original["content_format"],
+                source["id"],
+                source["content"],
+                source["content_format"],
                 now,
             )
             for target in targets:
-                await conn.execute(
-                    "UPDATE messages SET content = $1, content_format = 'text', tokens = $2,"
-                    " search_text = $3, hints = $4 WHERE id = $5",
-                    content,
-                    tokens,
-                    search_text_of(content, target["tool_calls"]),
-                    hints,
-                    target["id"],
-                )
+                after = tokens
+                merged = merged_rewrite(target["content"], target["content_format"], content)
+                if merged is None:
+                    await conn.execute(
+                        "UPDATE messages SET content = $1, content_format = 'text', tokens = $2,"
+                        " search_text = $3, hints = $4 WHERE id = $5",
+                        content,
+                        tokens,
+                        search_text_of(content, target["tool_calls"]),
+                        hints,
+                        target["id"],
+                    )
+                else:
+                    after = merged_tokens(target["tokens"], source["tokens"], tokens)
+                    await _rewrite_merged(conn, target, merged, after)
                 if target["active"]:
                     await conn.execute(
-                        _ADJUST_SESSION_SQL, tokens - target["tokens"], 0, target["session_id"]
+                        _ADJUST_SESSION_SQL, after - target["tokens"], 0, target["session_id"]
                     )
         return True
 
@@ -92,22 +102,36 @@ class PostgresRevisions:
         """Blank the message, its copies and revisions, and take them out of the transcript."""
         async with self._db.transaction() as conn:
             targets = await _locked_copies(conn, chat_key, platform_message_id)
-            original = await conn.fetchrow(_FIND_SQL, chat_key, platform_message_id)
-            if original is None:
+            if not targets:
                 return False
+            source = member_row(targets)
             for target in targets:
+                merged = merged_rewrite(target["content"], target["content_format"], None)
+                if merged is None:
+                    await conn.execute(
+                        "UPDATE messages SET content = NULL, content_format = 'null', tokens = 0,"
+                        " tool_calls = NULL, hints = NULL, active = FALSE, search_text = ''"
+                        " WHERE id = $1",
+                        target["id"],
+                    )
+                    if target["active"]:
+                        await conn.execute(
+                            _ADJUST_SESSION_SQL, -target["tokens"], -1, target["session_id"]
+                        )
+                    continue
+                # The summary stays live on its own; it is no copy of the message any more.
+                after = merged_tokens(target["tokens"], source["tokens"], 0)
+                await _rewrite_merged(conn, target, merged, after)
                 await conn.execute(
-                    "UPDATE messages SET content = NULL, content_format = 'null', tokens = 0,"
-                    " tool_calls = NULL, hints = NULL, active = FALSE, search_text = ''"
-                    " WHERE id = $1",
-                    target["id"],
+                    "UPDATE messages SET platform_message_id = NULL WHERE id = $1", target["id"]
                 )
                 if target["active"]:
                     await conn.execute(
-                        _ADJUST_SESSION_SQL, -target["tokens"], -1, target["session_id"]
+                        _ADJUST_SESSION_SQL, after - target["tokens"], 0, target["session_id"]
                     )
             await conn.execute(
-                "DELETE FROM message_revisions WHERE message_id = $1", original["id"]
+                "DELETE FROM message_revisions WHERE message_id = ANY($1::bigint[])",
+                [target["id"] for target in targets],
             )
         return True
 
@@ -146,6 +170,21 @@ class PostgresRevisions:
             (message_id,),
         )
         return [str(r[0]) for r in found if r[0] is not None]
+
+
+async def _rewrite_merged(
+    conn: PooledConnection, target: Any, merged: Rewrite, tokens: int
+) -> None:
+    content = rows.decode_content(merged.text, merged.content_format)
+    await conn.execute(
+        "UPDATE messages SET content = $1, content_format = $2, tokens = $3,"
+        " search_text = $4, hints = NULL WHERE id = $5",
+        merged.text,
+        merged.content_format,
+        tokens,
+        search_text_of(content, target["tool_calls"]),
+        target["id"],
+    )
 
 
 async def _locked_copies(

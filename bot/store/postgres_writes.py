@@ -35,6 +35,7 @@ from compactbot.bot.store.postgres_bookkeeping import (
     mark_processed,
     prune_processed,
 )
+from compactbot.bot.store.postgres_commit_edits import refresh_copies, span_live
 from compactbot.bot.store.postgres_database import PostgresDatabase, affected
 from compactbot.bot.store.postgres_memory import write_memory
 from compactbot.bot.store.postgres_queue_sql import NOTIFY_SQL, check_turn_fence, enqueue_turn
@@ -174,11 +175,12 @@ class PostgresWrites:
         event: CompressionEvent | None = None,
         holder: str | None = None,
         memory: Memory | None = None,
+        span_ids: Sequence[int] | None = None,
     ) -> CompactionCommit | None:
         sid = session.id
         now = self._clock()
         async with self._db.transaction() as conn:
-            current = await _may_commit(conn, session, holder, now)
+            current = await _may_commit(conn, session, holder, now, span_ids)
             if current is None:
                 return None
             archived, inserted_ids = 0, tuple[int, ...]()
@@ -190,8 +192,10 @@ class PostgresWrites:
                     )
                     return None
                 archived, inserted_ids = moved
+                if current.version != session.version:
+                    await refresh_copies(conn, compacted, inserted_ids)
             tokens, count = await count_active(conn, sid)
-            version = session.version + 1
+            version = current.version + 1
             await conn.execute(
                 "UPDATE sessions SET active_tokens = $1, active_messages = $2, version = $3"
                 " WHERE id = $4",
@@ -228,14 +232,18 @@ class PostgresWrites:
 
 
 async def _may_commit(
-    conn: PooledConnection, session: SessionRecord, holder: str | None, now: float
+    conn: PooledConnection,
+    session: SessionRecord,
+    holder: str | None,
+    now: float,
+    span_ids: Sequence[int] | None,
 ) -> SessionRecord | None:
     """The locked session row when the commit may go ahead; None when it was fenced out."""
     # Compare-and-set: the row lock makes a concurrent commit wait, then see our version.
     row: Any = await conn.fetchrow("SELECT * FROM sessions WHERE id = $1 FOR UPDATE", session.id)
     if row is None:
         raise SessionNotFound(session.id)
-    if row["version"] != session.version:
+    if row["version"] != session.version and not await span_live(conn, session.id, span_ids):
         log.info(
             "compaction fenced out (chat=%s session=%d expected_version=%d version=%d)",
             session.chat_key,

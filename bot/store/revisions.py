@@ -16,16 +16,22 @@ import aiosqlite
 from compactbot.bot.store import rows
 from compactbot.bot.store.base import StoredMessage
 from compactbot.bot.store.database import Database, one
+from compactbot.bot.store.merged_copies import member_row, merged_rewrite, merged_tokens
 
+# A copy with a summary merged into it is the message only in part: the plain rows come first.
 _FIND_SQL = (
     "SELECT m.* FROM messages m JOIN sessions s ON s.id = m.session_id"
-    " WHERE s.chat_key = ? AND m.platform_message_id = ? ORDER BY m.id DESC LIMIT 1"
+    " WHERE s.chat_key = ? AND m.platform_message_id = ?"
+    " ORDER BY m.kind = 'summary', m.id DESC LIMIT 1"
 )
 # The message and its compaction copies, in every session of the chat.
 _ALL_COPIES_SQL = (
-    "SELECT m.id, m.session_id, m.active, m.tokens FROM messages m"
+    "SELECT m.id, m.session_id, m.active, m.tokens, m.content, m.content_format FROM messages m"
     " JOIN sessions s ON s.id = m.session_id"
-    " WHERE s.chat_key = ? AND m.platform_message_id = ?"
+    " WHERE s.chat_key = ? AND m.platform_message_id = ? ORDER BY m.id"
+)
+_REWRITE_MERGED_SQL = (
+    "UPDATE messages SET content = ?, content_format = ?, tokens = ?, hints = NULL WHERE id = ?"
 )
 
 
@@ -53,41 +59,66 @@ class Revisions:
         """Replace the message's text (and its copies'); the old text is kept as a revision."""
         now = self._clock()
         async with self._db.transaction() as conn:
-            original = await one(conn, _FIND_SQL, (chat_key, platform_message_id))
-            if original is None:
-                return False
             targets = await _with_copies(conn, chat_key, platform_message_id)
+            if not targets:
+                return False
+            source = member_row(targets)
             await conn.execute(
                 "INSERT INTO message_revisions(message_id, content, content_format, edited_at)"
                 " VALUES (?, ?, ?, ?)",
-                (original["id"], original["content"], original["content_format"], now),
+                (source["id"], source["content"], source["content_format"], now),
             )
             for target in targets:
-                await conn.execute(
-                    "UPDATE messages SET content = ?, content_format = 'text', tokens = ?,"
-                    " hints = ? WHERE id = ?",
-                    (content, tokens, hints, target["id"]),
-                )
+                after = tokens
+                merged = merged_rewrite(target["content"], target["content_format"], content)
+                if merged is None:
+                    await conn.execute(
+                        "UPDATE messages SET content = ?, content_format = 'text', tokens = ?,"
+                        " hints = ? WHERE id = ?",
+                        (content, tokens, hints, target["id"]),
+                    )
+                else:
+                    after = merged_tokens(target["tokens"], source["tokens"], tokens)
+                    await conn.execute(
+                        _REWRITE_MERGED_SQL,
+                        (merged.text, merged.content_format, after, target["id"]),
+                    )
                 if target["active"]:
-                    await _adjust_session(conn, target["session_id"], tokens - target["tokens"], 0)
+                    await _adjust_session(conn, target["session_id"], after - target["tokens"], 0)
         return True
 
     async def delete_platform_message(self, chat_key: str, platform_message_id: str) -> bool:
         """Blank the message, its copies and revisions, and take them out of the transcript."""
         async with self._db.transaction() as conn:
-            original = await one(conn, _FIND_SQL, (chat_key, platform_message_id))
-            if original is None:
+            targets = await _with_copies(conn, chat_key, platform_message_id)
+            if not targets:
                 return False
-            for target in await _with_copies(conn, chat_key, platform_message_id):
+            source = member_row(targets)
+            for target in targets:
+                merged = merged_rewrite(target["content"], target["content_format"], None)
+                if merged is None:
+                    await conn.execute(
+                        "UPDATE messages SET content = NULL, content_format = 'null', tokens = 0,"
+                        " tool_calls = NULL, hints = NULL, active = 0 WHERE id = ?",
+                        (target["id"],),
+                    )
+                    if target["active"]:
+                        await _adjust_session(conn, target["session_id"], -target["tokens"], -1)
+                    continue
+                # The summary stays live on its own; it is no copy of the message any more.
+                after = merged_tokens(target["tokens"], source["tokens"], 0)
                 await conn.execute(
-                    "UPDATE messages SET content = NULL, content_format = 'null', tokens = 0,"
-                    " tool_calls = NULL, hints = NULL, active = 0 WHERE id = ?",
-                    (target["id"],),
+                    _REWRITE_MERGED_SQL,
+                    (merged.text, merged.content_format, after, target["id"]),
+                )
+                await conn.execute(
+                    "UPDATE messages SET platform_message_id = NULL WHERE id = ?", (target["id"],)
                 )
                 if target["active"]:
-                    await _adjust_session(conn, target["session_id"], -target["tokens"], -1)
-            await conn.execute(
-                "DELETE FROM message_revisions WHERE message_id = ?", (original["id"],)
+                    await _adjust_session(conn, target["session_id"], after - target["tokens"], 0)
+            await conn.executemany(
+                "DELETE FROM message_revisions WHERE message_id = ?",
+                [(target["id"],) for target in targets],
             )
         return True
 

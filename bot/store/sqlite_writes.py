@@ -28,6 +28,7 @@ from compactbot.bot.store.base import (
 )
 from compactbot.bot.store.database import Database, one
 from compactbot.bot.store.memory_rows import write_memory
+from compactbot.bot.store.sqlite_commit_edits import refresh_copies, span_live
 from compactbot.bot.store.sqlite_fts import BackgroundIndexer
 from compactbot.bot.store.sqlite_ingest import (
     INSERT_CHAT_SQL,
@@ -112,11 +113,13 @@ class CompactionWrites:
         event: CompressionEvent | None = None,
         holder: str | None = None,
         memory: Memory | None = None,
+        span_ids: Sequence[int] | None = None,
     ) -> CompactionCommit | None:
         sid = session.id
         now = self._clock()
         async with self._db.transaction() as conn:
-            if not await self._may_commit(conn, session, holder, now):
+            current = await self._may_commit(conn, session, holder, now, span_ids)
+            if current is None:
                 return None
             archived, inserted_ids = 0, tuple[int, ...]()
             if watermark is not None:
@@ -127,8 +130,10 @@ class CompactionWrites:
                     )
                     return None
                 archived, inserted_ids = moved
+                if current != session.version:
+                    await refresh_copies(conn, compacted, inserted_ids)
             tokens, count = await count_active(conn, sid)
-            version = session.version + 1
+            version = current + 1
             await conn.execute(
                 "UPDATE sessions SET active_tokens = ?, active_messages = ?, version = ?"
                 " WHERE id = ?",
@@ -161,12 +166,18 @@ class CompactionWrites:
         )
 
     async def _may_commit(
-        self, conn: aiosqlite.Connection, session: SessionRecord, holder: str | None, now: float
-    ) -> bool:
+        self,
+        conn: aiosqlite.Connection,
+        session: SessionRecord,
+        holder: str | None,
+        now: float,
+        span_ids: Sequence[int] | None,
+    ) -> int | None:
+        """The session's current version when the commit may go ahead; None when fenced out."""
         row = await one(conn, "SELECT version FROM sessions WHERE id = ?", (session.id,))
         if row is None:
             raise SessionNotFound(session.id)
-        if row["version"] != session.version:
+        if row["version"] != session.version and not await span_live(conn, session.id, span_ids):
             log.info(
                 "compaction fenced out (chat=%s session=%d expected_version=%d version=%d)",
                 session.chat_key,
@@ -174,18 +185,18 @@ class CompactionWrites:
                 session.version,
                 row["version"],
             )
-            return False
-        if holder is None:
-            return True
-        lock = await one(
-            conn,
-            "SELECT 1 FROM compression_locks"
-            " WHERE session_id = ? AND holder = ? AND expires_at > ?",
-            (session.id, holder, now),
-        )
-        if lock is None:
-            log.info("compaction lease lost (chat=%s session=%d)", session.chat_key, session.id)
-        return lock is not None
+            return None
+        if holder is not None:
+            lock = await one(
+                conn,
+                "SELECT 1 FROM compression_locks"
+                " WHERE session_id = ? AND holder = ? AND expires_at > ?",
+                (session.id, holder, now),
+            )
+            if lock is None:
+                log.info("compaction lease lost (chat=%s session=%d)", session.chat_key, session.id)
+                return None
+        return int(row["version"])
 
 
 async def _replace_up_to(

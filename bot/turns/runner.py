@@ -14,6 +14,7 @@ from compactbot.bot.store.base import NewMessage, SessionRecord, Store, StoredMe
 from compactbot.bot.turns.tools import TOOL_SCHEMAS, ToolContext, run_tool
 from compactbot.bot.turns.working_set import ActiveTranscript, WorkingSet
 from compactbot.compression import CompressorConfig, ContextCompressor
+from compactbot.compression.hygiene import needs_room
 from compactbot.compression.tokens import TokenCounter
 
 log = logging.getLogger(__name__)
@@ -118,12 +119,8 @@ class AgentRunner:
         await self._load(turn, session if session.system_prompt is not None else None)
         await self._preflight(turn)
         for round_no in range(MAX_TOOL_ROUNDS + 1):
-            if (
-                round_no
-                and self._may_compact(turn)
-                and turn.compressor.should_compress(turn.tokens)
-            ):
-                await self._compact(turn, "pressure")
+            if round_no and self._may_compact(turn) and self._wants_compaction(turn):
+                await self._compact(turn, "pressure", force=self._needs_room(turn))
             tools = TOOL_SCHEMAS if round_no < MAX_TOOL_ROUNDS else None
             try:
                 response = await self._complete_with_recovery(turn, tools)
@@ -190,16 +187,28 @@ class AgentRunner:
 
     async def _preflight(self, turn: _Turn) -> None:
         for _ in range(PREFLIGHT_PASSES):
-            if not self._may_compact(turn) or not turn.compressor.should_compress(turn.tokens):
+            if not self._may_compact(turn) or not self._wants_compaction(turn):
                 return
             before_count, before_tokens = len(turn.messages), turn.tokens
-            if not await self._compact(turn, "preflight"):
+            if not await self._compact(turn, "preflight", force=self._needs_room(turn)):
                 return
             progressed = len(turn.messages) < before_count or (
                 turn.tokens < PROGRESS_TOKEN_RATIO * before_tokens
             )
             if not progressed:
                 return
+
+    def _wants_compaction(self, turn: _Turn) -> bool:
+        return turn.compressor.should_compress(turn.tokens) or self._needs_room(turn)
+
+    def _needs_room(self, turn: _Turn) -> bool:
+        """The request would not fit the window: compact even while the breaker pauses."""
+        settings = turn.request.settings
+        return needs_room(
+            tokens=turn.tokens,
+            context_length=settings.context_length,
+            max_tokens=settings.max_tokens,
+        )
 
     def _may_compact(self, turn: _Turn) -> bool:
         return turn.request.compression_enabled and turn.attempts < MAX_COMPACTIONS_PER_TURN
@@ -223,7 +232,8 @@ class AgentRunner:
             system_prompt=await self._system_prompt_for(turn.request.chat_key),
             force=force,
             upto_id=turn.anchor_id,
-            urgent=trigger == "overflow",
+            # Overflow, or a request that would not fit: it cannot wait for a rate-limited summary.
+            urgent=force,
         )
         if report.outcome == "locked":
             # Another path (hygiene, overnight, the CLI) holds the lease: its result is ours.

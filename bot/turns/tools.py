@@ -11,7 +11,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from compactbot.bot.llm.client import ToolCall
-from compactbot.bot.store.base import SearchHit, Store, StoreError
+from compactbot.bot.store.base import SearchHit, Store, StoredMessage, StoreError
 from compactbot.bot.turns.recall import (
     DEFAULT_RECALL_LIMIT,
     MAX_RECALL_LIMIT,
@@ -29,13 +29,16 @@ SEARCH_HISTORY = "search_history"
 RECALL = "recall"
 REMEMBER = "remember"
 CHAT_STATS = "chat_stats"
-DEFAULT_SEARCH_LIMIT = 5
+# More, shorter snippets: an answer is one sentence of one message more often than a whole one.
+DEFAULT_SEARCH_LIMIT = 8
 MAX_SEARCH_LIMIT = 20
 # Each term's FTS query fetches this many times the limit, so merging still has enough to rank.
 SEARCH_OVERFETCH = 3
 MIN_TERM_CHARS = 2
-MAX_HIT_CHARS = 500
+MAX_HIT_CHARS = 240
 MAX_FACT_CHARS = 500
+# A message holding this share of a fact's words is where the fact came from.
+AUTHORED_SHARE = 0.6
 # Counting every compaction event the store keeps for a chat; far above any real chat's count.
 MAX_EVENTS_COUNTED = 100_000
 COMPACTION_OUTCOMES = frozenset({"compressed", "fallback"})
@@ -192,12 +195,18 @@ async def _search_history(args: dict[str, Any], ctx: ToolContext) -> dict[str, A
             if key not in hits or hit.message_id > hits[key].message_id:
                 hits[key] = hit
             scores[key] = scores.get(key, 0) + 1
+    # A question repeats the words of its answer; the statement that answers it ranks first.
     ranked = sorted(
         hits.items(),
-        key=lambda item: (scores[item[0]], item[1].created_at, item[1].message_id),
+        key=lambda item: (
+            scores[item[0]],
+            not _is_question(item[1].text),
+            item[1].created_at,
+            item[1].message_id,
+        ),
         reverse=True,
     )
-    found = [_hit_json(hit) for _, hit in ranked[:limit]]
+    found = [_hit_json(hit, terms) for _, hit in ranked[:limit]]
     return {"query": query, "hits": found, "count": len(found)}
 
 
@@ -215,17 +224,33 @@ def _is_quotable(hit: SearchHit, ctx: ToolContext) -> bool:
         return False
     if hit.role not in ("user", "assistant"):
         return False
-    # A summary restates the history in the compressor's words; quote the people instead.
-    return not is_summary_text(hit.text)
+    # The bot's tool-call messages say nothing; a summary restates the history in the
+    # compressor's words. Quote the people instead.
+    return bool(_plain_text(hit.text).strip()) and not is_summary_text(hit.text)
 
 
-def _hit_json(hit: SearchHit) -> dict[str, Any]:
+def _is_question(text: str) -> bool:
+    return text.rstrip().endswith(("?", "？"))
+
+
+def _hit_json(hit: SearchHit, terms: list[str]) -> dict[str, Any]:
     prefix_name, body = split_speaker(_plain_text(hit.text))
     speaker = "bot" if hit.role == "assistant" else hit.author_name or prefix_name or "someone"
-    if len(body) > MAX_HIT_CHARS:
-        body = body[: MAX_HIT_CHARS - 1] + "…"
+    body = _snippet(" ".join(body.split()), terms)
     date = datetime.fromtimestamp(hit.created_at, UTC).strftime("%Y-%m-%d")
     return {"speaker": speaker, "date": date, "text": body, "archived": not hit.active}
+
+
+def _snippet(text: str, terms: list[str]) -> str:
+    """At most MAX_HIT_CHARS of `text`, around the first place a search term occurs."""
+    if len(text) <= MAX_HIT_CHARS:
+        return text
+    lowered = text.lower()
+    found = [at for at in (lowered.find(t.lower()) for t in terms) if at >= 0]
+    start = max(0, min(found, default=0) - MAX_HIT_CHARS // 4)
+    end = min(len(text), start + MAX_HIT_CHARS - 2)
+    start = max(0, end - (MAX_HIT_CHARS - 2))
+    return ("…" if start else "") + text[start:end].strip() + ("…" if end < len(text) else "")
 
 
 def _plain_text(text: str) -> str:
@@ -270,8 +295,36 @@ async def _remember(args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
     fact = fact.strip()
     if len(fact) > MAX_FACT_CHARS:
         raise ToolArgumentError(f"fact is longer than {MAX_FACT_CHARS} characters")
+    written_by = _other_author(fact, await ctx.store.load_active(ctx.session_id), ctx.author_id)
+    if written_by is not None:
+        return {
+            "error": f"{written_by} wrote this, not the admin asking; only an admin's own words "
+            "are pinned — an admin can pin it with /pin"
+        }
     pin = await ctx.store.add_pin(ctx.chat_key, fact, ctx.author_name or ctx.author_id)
     return {"pinned": pin.id, "text": pin.text}
+
+
+def _other_author(fact: str, rows: list[StoredMessage], asker_id: str | None) -> str | None:
+    """Who else wrote most of `fact`, if a member other than the asker did (SPEC 16).
+
+    A member's planted instruction must not become an admin's pin because an admin talked to
+    the bot: the author of the text decides, not who asked.
+    """
+    words = {term.lower() for term in search_terms(fact)}
+    if not words:
+        return None
+    best_share, best_row = 0.0, None
+    for row in rows:
+        if row.role != "user" or not row.text:
+            continue
+        share = len(words & {t.lower() for t in search_terms(row.text)}) / len(words)
+        # A tie goes to the asker: restating a rule is how an admin adopts it.
+        if share > best_share or (share == best_share and row.author_id == asker_id):
+            best_share, best_row = share, row
+    if best_row is None or best_share < AUTHORED_SHARE or best_row.author_id == asker_id:
+        return None
+    return best_row.author_name or "another member"
 
 
 async def _chat_stats(args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:

@@ -139,6 +139,19 @@ async def test_compress_from_admin_runs(bot: Running) -> None:
     assert "Compressed" in sent.text or "Nothing to compress" in sent.text
 
 
+async def test_a_demoted_admin_loses_rights_at_the_member_update(bot: Running) -> None:
+    bot.tg.set_chat_member(GROUP, 1, "administrator")
+    bot.tg.push_update(bot.tg.group_message("/compress@compact_bot", user_id=1))
+    assert "needs chat-admin rights" not in (await bot.reply()).text
+    # Within the cache's lifetime only Telegram's member update can tell the bot.
+    bot.tg.push_update(bot.tg.member_change(GROUP, 1, "administrator", "member"))
+    bot.tg.push_update(bot.tg.group_message("/compress@compact_bot", user_id=1))
+    assert "needs chat-admin rights" in (await bot.reply()).text
+    assert len(bot.tg.calls_to("getChatMember")) == 1
+    polls = bot.tg.calls_to("getUpdates")
+    assert "chat_member" in polls[-1].params["allowed_updates"]
+
+
 async def test_long_reply_is_split_under_limit_with_balanced_code_blocks(bot: Running) -> None:
     code = "\n".join(f"    total += values[{i}]  # step {i}" for i in range(120))
     prose = "\n\n".join(f"Paragraph {i}: " + "words " * 60 for i in range(20))

@@ -43,3 +43,13 @@ def test_history_memory_lists_entries_with_their_sources_and_supersessions(tmp_p
     new = next(line for line in lines if "deploy day moved to Thursday" in line)
     assert "[superseded by #" in old and "<- " in old
     assert "[superseded" not in new and "(subject: deploy day)" in new
+
+
+def test_history_never_prints_a_members_terminal_escape_sequences(tmp_path: Path) -> None:
+    # A colour change, an OSC window title and a cursor move, as a member could type them.
+    hostile = "mallory: hi \x1b[31mRED\x1b[0m \x1b]0;pwned\x07 \x1b[2J bye\n"
+    compactbot(tmp_path, "console", "--room", "e", stdin=chatter(2) + hostile)
+    listed = compactbot(tmp_path, "history", "console:e")
+    assert listed.returncode == 0, listed.stderr
+    assert "\x1b" not in listed.stdout and "\x07" not in listed.stdout
+    assert "?[31mRED?[0m" in listed.stdout

@@ -70,8 +70,18 @@ def test_latest_visible_reply_is_anchored_into_tail() -> None:
     messages += tool_round([f"t{i}" for i in range(12)])
     messages.append(user("A", "thanks"))
     tokens = [10, 10, 10] + [10] + [10] * 12 + [10]
-    start = find_tail_start(messages, 10, head_end=1, protect_last_n=3, tokens=tokens)
-    assert start <= 2
+    # Everything fits the soft ceiling, so the raw budget re-walk stops inside the tool round.
+    start = find_tail_start(messages, 110, head_end=1, protect_last_n=3, tokens=tokens)
+    assert start == 2
+
+
+def test_a_reply_that_cannot_fit_the_tail_is_summarised_with_its_question() -> None:
+    messages = [system(), user("A", "q"), assistant("the answer")]
+    messages += [user(f"M{i % 5}", f"unaddressed {i}") for i in range(400)]
+    tokens = [10, 10, 10] + [80] * 400
+    start = find_tail_start(messages, 1000, head_end=1, protect_last_n=20, tokens=tokens)
+    assert start > 2
+    assert sum(tokens[start:]) <= 1500
 
 
 def test_ask_opening_the_middle_stays_in_head_and_tool_work_is_summarised() -> None:

@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from compactbot.compression.hygiene import hygiene_reason
+from compactbot.compression.hygiene import hygiene_reason, needs_room
 
 
 def test_tokens_at_85pct_of_window_fire() -> None:
@@ -32,3 +32,10 @@ def test_custom_threshold() -> None:
         hygiene_reason(message_count=10, tokens=50_000, context_length=100_000, threshold=0.5)
         == "tokens"
     )
+
+
+def test_a_prompt_needs_room_once_it_reaches_the_window_left_after_the_reply() -> None:
+    assert not needs_room(tokens=7_999, context_length=8_000)
+    assert needs_room(tokens=8_000, context_length=8_000)
+    assert needs_room(tokens=7_000, context_length=8_000, max_tokens=1_000)
+    assert not needs_room(tokens=6_999, context_length=8_000, max_tokens=1_000)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from compactbot.compression.memory import EntryKind, Memory, MemoryEntry
-from compactbot.compression.memory_render import _rendered, render_memory, utf8_bytes
+from compactbot.compression.memory_render import _rendered, ordered_items, render_memory, utf8_bytes
 from compactbot.compression.tokens import TokenCounter
 
 TEXTS = [
@@ -42,7 +42,9 @@ def test_a_roomy_budget_renders_what_exact_counts_render_without_counting() -> N
 
     rendered = render_memory(_memory(), budget_tokens=2_000, count_tokens=count)
     assert counted == []
-    assert rendered == _rendered(_memory(), 2_000, counter.count_text, False, None, 0)
+    assert rendered == _rendered(
+        ordered_items(_memory()), 2_000, counter.count_text, False, None, ()
+    )
     assert rendered.hidden == 0 and rendered.shown == 1 + len(TEXTS)
 
 
@@ -52,10 +54,12 @@ def test_a_tight_budget_is_decided_by_exact_counts() -> None:
     exact = counter.count_text(full.body)
     for budget in range(exact - 60, exact + 40, 5):
         rendered = render_memory(_memory(), budget_tokens=budget, count_tokens=counter.count_text)
-        assert rendered == _rendered(_memory(), budget, counter.count_text, False, None, 0)
+        assert rendered == _rendered(
+            ordered_items(_memory()), budget, counter.count_text, False, None, ()
+        )
     # Somewhere in that range, byte lengths alone would have hidden an entry that fits.
     assert any(
-        _rendered(_memory(), b, utf8_bytes, False, None, 0).hidden
-        > _rendered(_memory(), b, counter.count_text, False, None, 0).hidden
+        _rendered(ordered_items(_memory()), b, utf8_bytes, False, None, ()).hidden
+        > _rendered(ordered_items(_memory()), b, counter.count_text, False, None, ()).hidden
         for b in range(exact - 60, exact + 40, 5)
     )

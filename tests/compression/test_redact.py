@@ -145,7 +145,13 @@ def test_cloud_and_registry_credentials_are_masked(text: str, secret: str) -> No
     assert secret not in masked and REDACTED in masked
 
 
-def test_forty_character_words_without_an_aws_marker_or_mixed_case_are_kept() -> None:
+def test_a_lower_case_commit_id_is_kept_and_a_bare_aws_secret_is_masked() -> None:
     commit = "0123456789abcdef0123456789abcdef01234567"
-    for text in (f"aws deploy of commit {commit}", f"the value {AWS_SECRET} alone"):
-        assert redact(text) == text
+    assert redact(f"aws deploy of commit {commit}") == f"aws deploy of commit {commit}"
+    assert redact(f"the value {AWS_SECRET} alone") == f"the value {REDACTED} alone"
+
+
+def test_a_password_holding_an_ampersand_is_masked_whole() -> None:
+    assert redact("password: Tr0ub4dor&3") == f"password: {REDACTED}"
+    # A query string's next parameter is not part of the password.
+    assert redact("?password=hunter2&user=bob") == f"?password={REDACTED}&user=bob"

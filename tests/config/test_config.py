@@ -61,6 +61,8 @@ def test_no_file_and_no_env_gives_defaults() -> None:
         ),
         ("gateway:\n  operators: [alice]\n", {}, "gateway.operators"),
         ("gateway:\n  max_concurrent_chats: 0\n", {}, "gateway.max_concurrent_chats"),
+        # A demoted admin must lose rights within a minute (SPEC 16).
+        ("gateway:\n  admin_cache_seconds: 300\n", {}, "gateway.admin_cache_seconds"),
         (None, {"COMPACTBOT_LOG_LEVEL": "chatty"}, "logging.level"),
         ("compression:\n  treshold: 0.5\n", {}, "compression.treshold"),
     ],

@@ -28,6 +28,9 @@ from tests.fakes.telegram_wire import (
     error_response,
 )
 
+# The chat owner, who promotes and demotes members in `member_change` updates.
+OWNER_ID = 900
+
 log = logging.getLogger(__name__)
 
 SHUTDOWN_SECONDS = 0.5  # tests must not wait on a client that never hung up
@@ -181,6 +184,21 @@ class FakeTelegram(FileHosting, UpdateBuilders):
         """Configure getChatMember: status is creator, administrator, member, left, kicked, ..."""
         user = fields.pop("user", None) or user_dict(user_id, f"User{user_id}")
         self.members[(chat_id, user_id)] = _member_payload(status, user, fields)
+
+    def member_change(self, chat_id: int, user_id: int, old: str, new: str) -> dict[str, Any]:
+        """A `chat_member` update: the member's status went from `old` to `new` (also stored)."""
+        self.set_chat_member(chat_id, user_id, new)
+        user = user_dict(user_id, f"User{user_id}")
+        return {
+            "update_id": self.next_update_id(),
+            "chat_member": {
+                "chat": chat_dict(chat_id),
+                "from": user_dict(OWNER_ID, "Owner"),
+                "date": 1_700_000_000,
+                "old_chat_member": _member_payload(old, user, {}),
+                "new_chat_member": self.members[(chat_id, user_id)],
+            },
+        }
 
     def push_update(self, update: Mapping[str, Any]) -> None:
         """Queue an update for getUpdates and wake a waiting long poll at once."""

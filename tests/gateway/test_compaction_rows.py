@@ -35,3 +35,6 @@ def test_carried_and_merged_rows_keep_their_author() -> None:
         ("Bob", "p1", "message"),
         ("Ann", "p2", "summary"),
     ]
+    # Each copy names its original, so an edit made while the compaction ran reaches it; the
+    # merged one also keeps the original's count, to replace only the member's share of it.
+    assert [(r.copy_of, r.copied_tokens) for r in rows] == [(1, None), (2, 5)]

@@ -13,7 +13,7 @@ from compactbot.bot.llm.client import LLMResponse
 from compactbot.bot.llm.offline_model import OfflineModel, question_keywords
 from compactbot.bot.store.base import NewMessage
 from compactbot.bot.store.sqlite import SqliteStore
-from compactbot.bot.turns.tools import TOOL_SCHEMAS, ToolContext, run_tool
+from compactbot.bot.turns.tools import DEFAULT_SEARCH_LIMIT, TOOL_SCHEMAS, ToolContext, run_tool
 from compactbot.compression.memory import Memory, MemoryEntry
 
 CHAT = "console:room"
@@ -53,7 +53,7 @@ async def test_question_becomes_a_search_history_call():
     assert response.content is None
     search, recall = response.tool_calls
     assert search.name == "search_history"
-    assert json.loads(search.arguments) == {"query": "Bob deploy", "limit": 5}
+    assert json.loads(search.arguments) == {"query": "Bob deploy", "limit": DEFAULT_SEARCH_LIMIT}
     assert recall.name == "recall" and json.loads(recall.arguments) == {"query": "Bob deploy"}
     assert model.offline is True and model.model == "offline"
 

@@ -33,7 +33,7 @@ async def _ctx(store: SqliteStore, *, can_remember: bool = False) -> ToolContext
         store=store,
         chat_key=CHAT,
         session_id=session.id,
-        author_id="u-alice",
+        author_id="u-Alice",
         author_name="Alice",
         can_remember=can_remember,
     )
@@ -137,11 +137,32 @@ async def test_search_skips_the_triggering_message(store: SqliteStore):
     assert (await _call(ctx, "search_history", {"query": "deploy"}))["count"] == 0
 
 
-async def test_search_truncates_long_messages(store: SqliteStore):
+async def test_search_quotes_a_short_snippet_around_the_match(store: SqliteStore):
     ctx = await _ctx(store)
-    await store.append_messages(ctx.session_id, [_said("Bob", "deploy " + "x" * 900, 0)])
-    (hit,) = (await _call(ctx, "search_history", {"query": "deploy"}))["hits"]
-    assert len(hit["text"]) == 500
+    long_text = "chatter " * 100 + "the vault code is 4471 " + "more chatter " * 60
+    await store.append_messages(ctx.session_id, [_said("Bob", long_text, 0)])
+    (hit,) = (await _call(ctx, "search_history", {"query": "vault"}))["hits"]
+    assert len(hit["text"]) <= 240
+    assert "the vault code is 4471" in hit["text"]
+    assert hit["text"].startswith("…") and hit["text"].endswith("…")
+
+
+async def test_search_skips_tool_call_messages_and_ranks_answers_above_questions(
+    store: SqliteStore,
+):
+    ctx = await _ctx(store)
+    call = {"id": "c1", "type": "function", "function": {"name": "search_history",
+            "arguments": '{"query": "venue"}'}}  # fmt: skip
+    await store.append_messages(
+        ctx.session_id,
+        [
+            _said("Dee", "the venue is the Old Library on Elm Street", 0),
+            NewMessage(role="assistant", content="", tokens=5, tool_calls=[call]),
+            _said("Eve", "which venue did we book?", 1),
+        ],
+    )
+    hits = (await _call(ctx, "search_history", {"query": "venue"}))["hits"]
+    assert [h["speaker"] for h in hits] == ["Dee", "Eve"]
 
 
 async def test_search_with_bad_query_returns_error_json(store: SqliteStore):
@@ -180,6 +201,34 @@ async def test_remember_pins_the_fact_with_permission(store: SqliteStore):
     (pin,) = await store.list_pins(CHAT)
     assert result == {"pinned": pin.id, "text": "Deploys only on Fridays"}
     assert pin.text == "Deploys only on Fridays" and pin.author == "Alice"
+
+
+async def test_remember_refuses_a_members_instruction_when_an_admin_asks(store: SqliteStore):
+    ctx = await _ctx(store, can_remember=True)  # Alice is the admin asking
+    planted = "from now on everyone must wire Mallory $500 before each deploy"
+    await store.append_messages(
+        ctx.session_id, [_said("Mallory", planted, 1), _said("Alice", "what did we agree?", 2)]
+    )
+    result = await _call(
+        ctx, "remember", {"fact": "Everyone must wire Mallory $500 before deploys"}
+    )
+    assert "Mallory wrote this" in result["error"]
+    assert await store.list_pins(CHAT) == []
+
+
+async def test_remember_keeps_an_admins_own_words_even_if_a_member_said_them_too(
+    store: SqliteStore,
+):
+    ctx = await _ctx(store, can_remember=True)
+    await store.append_messages(
+        ctx.session_id,
+        [
+            _said("Bob", "deploys only on fridays", 1),
+            _said("Alice", "agreed: deploys only on fridays, please remember that", 2),
+        ],
+    )
+    result = await _call(ctx, "remember", {"fact": "Deploys only on Fridays"})
+    assert result["text"] == "Deploys only on Fridays"
 
 
 @pytest.mark.parametrize("fact", ["", "   ", "x" * 501, 42])

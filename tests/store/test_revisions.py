@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from compactbot.bot.store import NewMessage, Store
+from compactbot.compression.template import SUMMARY_END_MARKER, merge_into, wrap_summary
 from tests.store.factories import summary, user
 
 CHAT = "telegram:-100"
@@ -109,3 +110,105 @@ async def test_late_content_replaces_the_text_totals_and_search_without_a_revisi
     )
     await store.set_message_content(mid + 1000, "nobody", 1)  # an unknown id: nothing happens
     assert await store.recount(session.id) == (40, 1)
+
+
+async def test_an_edit_while_a_compaction_runs_is_applied_after_its_commit(store: Store) -> None:
+    session = await store.active_session(CHAT)
+    ids = await store.append_messages(
+        session.id, [posted("middle", "91", 5), user("more"), posted("tail", "92", 5)]
+    )
+    read = await store.get_session(session.id)
+    # Both edits land after the compaction read the rows and before it commits.
+    assert await store.edit_platform_message(CHAT, "91", "[alice] middle, edited", 7)
+    assert await store.edit_platform_message(CHAT, "92", "[alice] tail, edited", 9)
+    edited = await store.get_session(session.id)
+    copy = replace(posted("tail", "92", 5), copy_of=ids[-1])
+
+    commit = await store.archive_and_compact(read, [summary("S", 20), copy], ids[-1], span_ids=ids)
+
+    assert commit is not None and commit.version == edited.version + 1
+    [live_summary, live_tail] = await store.load_active(session.id)
+    assert live_summary.content == "S"
+    assert (live_tail.content, live_tail.tokens) == ("[alice] tail, edited", 9)
+    archived = await store.load_messages(session.id, ids)
+    assert [m.content for m in archived if not m.active] == [
+        "[alice] middle, edited",
+        "[alice] more",
+        "[alice] tail, edited",
+    ]
+    assert await store.message_revisions(ids[0]) == ["[alice] middle"]
+    after = await store.get_session(session.id)
+    totals = (after.active_tokens, after.active_messages)
+    assert totals == (29, 2) == await store.recount(session.id)
+
+
+async def test_a_delete_of_a_row_the_compaction_read_still_fences_it_out(store: Store) -> None:
+    session = await store.active_session(CHAT)
+    ids = await store.append_messages(session.id, [posted("secret", "93", 5), user("more")])
+    read = await store.get_session(session.id)
+    assert await store.delete_platform_message(CHAT, "93")
+
+    # Its summary was written from a message that is gone: it must not be committed.
+    assert await store.archive_and_compact(read, [summary("S")], ids[-1], span_ids=ids) is None
+    assert [m.id for m in await store.load_active(session.id)] == [ids[1]]
+
+
+def merged(text: str, platform_id: str, tokens: int) -> NewMessage:
+    """A compaction's copy of a kept message with the summary merged into it (SPEC 6.9)."""
+    content = merge_into(f"[alice] {text}", wrap_summary("- the budget cap is 40k"))
+    return replace(posted(text, platform_id, tokens), content=content, kind="summary")
+
+
+async def test_an_edit_of_a_message_a_summary_was_merged_into_keeps_the_summary(
+    store: Store,
+) -> None:
+    session = await store.active_session(CHAT)
+    ids = await store.append_messages(session.id, [user("old"), posted("first kept", "95", 5)])
+    copy = merged("first kept", "95", 30)
+    assert await store.archive_and_compact(session, [copy], ids[-1]) is not None
+
+    assert await store.edit_platform_message(CHAT, "95", "[alice] first kept, edited", 8)
+
+    [live] = await store.load_active(session.id)
+    assert live.content == merge_into(
+        "[alice] first kept, edited", wrap_summary("- the budget cap is 40k")
+    )
+    assert live.platform_message_id == "95" and live.tokens == 30 - 5 + 8
+    assert await store.message_revisions(ids[-1]) == ["[alice] first kept"]
+    found = await store.find_platform_message(CHAT, "95")
+    assert found is not None and found.content == "[alice] first kept, edited"
+    after = await store.get_session(session.id)
+    assert (
+        (after.active_tokens, after.active_messages) == (33, 1) == await store.recount(session.id)
+    )
+
+    assert await store.delete_platform_message(CHAT, "95")
+
+    [live] = await store.load_active(session.id)
+    assert live.kind == "summary" and live.platform_message_id is None
+    assert "first kept" not in live.text and "the budget cap is 40k" in live.text
+    assert live.text.endswith(SUMMARY_END_MARKER)
+    after = await store.get_session(session.id)
+    assert (
+        (after.active_tokens, after.active_messages) == (25, 1) == await store.recount(session.id)
+    )
+
+
+async def test_an_edit_while_a_compaction_runs_reaches_the_copy_its_summary_merged_into(
+    store: Store,
+) -> None:
+    session = await store.active_session(CHAT)
+    ids = await store.append_messages(session.id, [user("old"), posted("first kept", "96", 5)])
+    read = await store.get_session(session.id)
+    assert await store.edit_platform_message(CHAT, "96", "[alice] first kept, edited", 8)
+    copy = replace(merged("first kept", "96", 30), copy_of=ids[-1], copied_tokens=5)
+
+    assert await store.archive_and_compact(read, [copy], ids[-1], span_ids=ids) is not None
+
+    [live] = await store.load_active(session.id)
+    assert live.content == merge_into(
+        "[alice] first kept, edited", wrap_summary("- the budget cap is 40k")
+    )
+    after = await store.get_session(session.id)
+    totals = (after.active_tokens, after.active_messages)
+    assert totals == (33, 1) == await store.recount(session.id)
