@@ -11,23 +11,16 @@ from dataclasses import dataclass
 from typing import Any
 
 from compactbot.compression import template as t
+from compactbot.compression.extract import members_words, read_turn
+from compactbot.compression.features import action_owner, message_features
+from compactbot.compression.line_subjects import subject_of
 from compactbot.compression.redact import redact
-from compactbot.compression.salient import (
-    FILE_NAME,
-    URL,
-    action_owner,
-    category,
-    clip,
-    norm_key,
-    sentences,
-    subject_key,
-)
+from compactbot.compression.salient import clip, norm_key, sentences
 from compactbot.compression.summarizer import SummaryRequest
-from compactbot.compression.tool_targets import tool_target
+from compactbot.compression.tool_targets import tool_references, tool_target
 from compactbot.compression.transcript import (
     content_text,
     split_speaker,
-    strip_think,
     tool_call_parts,
     turn_date,
 )
@@ -71,7 +64,7 @@ _CATEGORY_HEADING = {
     "preference": t.HEADING_PARTICIPANTS,
     "rule": t.HEADING_RULES,
     "action": t.HEADING_ACTION_ITEMS,
-    "value": t.HEADING_KEY_FACTS,
+    "fact": t.HEADING_KEY_FACTS,
 }
 # Sections where "<subject> is <value>" entries replace older ones for the same subject.
 _REPLACEABLE = frozenset({t.HEADING_DECISIONS, t.HEADING_RULES, t.HEADING_KEY_FACTS})
@@ -151,9 +144,9 @@ def _latest_ask(turns: Sequence[Mapping[str, Any]]) -> _Ask | None:
         turn = turns[index]
         if turn.get("role") != "user":
             continue
-        speaker, text = split_speaker(content_text(turn.get("content")).strip())
+        text, speaker = read_turn(turn)
         text = " ".join(redact(text).split())
-        if text:
+        if text and members_words(turn, text):
             return _Ask(index, _tag(speaker or "user", turn_date(turn)), text)
     return None
 
@@ -222,34 +215,29 @@ def _turn_entries(
             continue
         if role not in ("user", "assistant"):
             continue
-        text = content_text(turn.get("content"))
-        speaker = "assistant"
-        if role == "user":
-            name, text = split_speaker(text.lstrip())
-            speaker = name or "user"
-        else:
-            text = strip_think(text)
-        text = redact(text)
+        text, name = read_turn(turn)
+        # The bot's own replies and commands are not what the chat said (SPEC 6.6).
+        members = members_words(turn, text)
+        text = redact(text) if members else ""
+        speaker = name or "user"
         tag = _tag(speaker, date)
-        # Assistant lines rank one step below people's: the chat's own words carry the rules.
-        penalty = 1 if role == "assistant" else 0
         for sentence in sentences(text):
-            for link in [*URL.findall(sentence), *FILE_NAME.findall(sentence)]:
+            features = message_features(sentence, True)
+            for link in features.links:
                 links.pop(link, None)
                 links[link] = _entry(t.HEADING_LINKS, f"{link} (shared by {speaker})", seq)
-            found = category(sentence, names)
-            if found is not None:
+            for found in features.candidates:
                 line = f"{tag} {sentence}"
-                if found == "action":
-                    owner = action_owner(sentence, speaker, names)
+                if found.kind == "action":
+                    owner = action_owner(found, speaker, sorted(names))
                     line = f"owner {owner}, open as of {today.isoformat()}: {line}"
-                heading = _CATEGORY_HEADING[found]
-                sections[heading].append(_entry(heading, line, seq, penalty))
-            if role == "user" and sentence.endswith("?") and (ask is None or index != ask.index):
+                heading = _CATEGORY_HEADING[found.kind]
+                sections[heading].append(_entry(heading, line, seq))
+            if features.questions and (ask is None or index != ask.index):
                 sections[t.HEADING_OPEN_QUESTIONS].append(
                     _entry(t.HEADING_OPEN_QUESTIONS, f"{tag} {sentence}", seq)
                 )
-        if role == "user" and (ask is None or index < ask.index):
+        if members and (ask is None or index < ask.index):
             request = clip(" ".join(text.split()), 200)
             if request:
                 sections[t.HEADING_TOPICS].append(_entry(t.HEADING_TOPICS, f"{tag} {request}", seq))
@@ -257,6 +245,10 @@ def _turn_entries(
             call_id = str(call.get("id")) if isinstance(call, Mapping) else ""
             tool_name, arguments = tool_call_parts(call)
             key = (tool_name or "tool", tool_target(arguments))
+            for reference in map(redact, tool_references(arguments)):
+                links.pop(reference, None)
+                line = f"{reference} (in a {key[0]} call)"
+                links[reference] = _entry(t.HEADING_LINKS, line, seq)
             tools.pop(key, None)
             tools[key] = (date, call_id)
     for (tool_name, target), (when_known, call_id) in tools.items():
@@ -278,7 +270,7 @@ def _newest_per_subject(entries: list[_Entry]) -> list[_Entry]:
     seen: set[str] = set()
     kept: list[_Entry] = []
     for entry in sorted(entries, key=lambda e: e.seq, reverse=True):
-        subject = subject_key(entry.text) if entry.heading in _REPLACEABLE else None
+        subject = subject_of(entry.text)[0] if entry.heading in _REPLACEABLE else None
         if subject is not None:
             if subject in seen:
                 continue

@@ -12,14 +12,14 @@ from compactbot.compression.features import (
     NO_FEATURES,
     Candidate,
     Features,
-    has_features,
+    action_owner,
     message_features,
 )
-from compactbot.compression.line_weight import may_weigh
+from compactbot.compression.line_weight import text_weight
 from compactbot.compression.memory import MemoryEntry, MemoryUpdate
 from compactbot.compression.redact import redact
 from compactbot.compression.salient import clip
-from compactbot.compression.tool_targets import tool_target
+from compactbot.compression.tool_targets import tool_references, tool_target
 from compactbot.compression.transcript import (
     content_text,
     speaker_of_opening,
@@ -33,7 +33,6 @@ OPEN_QUESTIONS_PER_SPAN = 5
 # Routine calls of a span kept in the memory (the newest); failed ones are always kept.
 DONE_TOOL_CALLS_PER_SPAN = 16
 LATEST_ASK_MAX_CHARS = 600
-ASSISTANT_MIN_WEIGHT = 3
 # What a line must weigh for the backup of exact values to keep it (fold._backup).
 BACKUP_MIN_WEIGHT = 3
 REDACTED_CACHE_TEXTS = 65_536
@@ -62,7 +61,7 @@ def extract_update(
 ) -> MemoryUpdate:
     """Entries for `turns` (redacted here); `ids` and `times` are their sources, one per turn.
 
-    `min_weight` > 1: only lines that could weigh that much are read for candidates.
+    `min_weight` > 1: only candidates that weigh that much are kept.
     `empty[i]` True: turn i is known to have no features (`read_features` is NO_FEATURES).
     `speakers`: names known to take part besides those of `turns` (who an action can be for);
     `all_named`: they hold every speaker of `turns`, so a turn known to hold nothing is not read."""
@@ -73,7 +72,7 @@ def extract_update(
     failed: set[str] = set()
     calls: dict[tuple[str, str], _Call] = {}
     last_ask: tuple[str, str, Mapping[str, Any], str | None, float | None] | None = None
-    read: dict[tuple[str, bool], Features] = {}  # repeated lines ("ok", "thanks") read once
+    read: dict[str, Features] = {}  # repeated lines ("ok", "thanks") read once
     unread: list[tuple[Mapping[str, Any], str | None, float | None]] = []
     openings: dict[str, str | None] = {}
     for index, (turn, source, at) in enumerate(zip(turns, ids, times, strict=True)):
@@ -86,11 +85,10 @@ def extract_update(
         if role not in ("user", "assistant"):
             continue
         if not turn.get("tool_calls") and (
-            (empty[index] if empty is not None else False)
-            or (min_weight > 1 and _cannot_weigh(turn.get("content"), min_weight))
+            role == "assistant" or (empty[index] if empty is not None else False)
         ):
-            # Known to hold nothing: only who spoke counts, and a user's text once it is
-            # known to be the span's last ask (read at the end).
+            # The bot's own words, or known to hold nothing: only who spoke counts, and a
+            # user's text once it is known to be the span's last ask (read at the end).
             if role == "user":
                 if not all_named:
                     text = _readable(content_text(turn.get("content")))
@@ -105,28 +103,25 @@ def extract_update(
             if name:
                 names.setdefault(name)
             speaker = name or "user"
-            if text.strip():
+            if text.strip() and not is_command(text):
                 last_ask = (text, speaker, turn, source, at)
                 unread.clear()
-        if (empty is not None and empty[index]) or (
-            min_weight > 1 and not may_weigh(text, min_weight)
-        ):
+        if not members_words(turn, text) or (empty is not None and empty[index]):
             if not turn.get("tool_calls"):
                 continue
             features = NO_FEATURES
         else:
-            key = (text, role == "user")
-            memoised = read.get(key)
-            features = read[key] = message_features(*key) if memoised is None else memoised
+            memoised = read.get(text)
+            features = read[text] = message_features(text, True) if memoised is None else memoised
+            if min_weight > 1:
+                features = _weighing(features, min_weight)
         tool_calls = turn.get("tool_calls")
         if not (features.candidates or features.links or features.questions or tool_calls):
             continue  # most lines: nothing to date or attribute
         sources = (source,) if source else ()
         date = _date(at) if at is not None else turn_date(turn)
         for found in features.candidates:
-            # The bot's own short replies ("ok, noted 9") are not what the chat said.
-            if role == "user" or found.weight >= ASSISTANT_MIN_WEIGHT:
-                found_in.append((found, speaker, date, sources))
+            found_in.append((found, speaker, date, sources))
         for link in features.links:
             additions.append(
                 MemoryEntry(
@@ -147,6 +142,9 @@ def extract_update(
         for call in tool_calls or ():
             name, arguments = tool_call_parts(call)
             key = (name or "tool", tool_target(arguments))
+            for reference in tool_references(arguments):
+                line = f"{redacted(reference)} (in a {key[0]} call)"
+                additions.append(MemoryEntry(0, "link", line, date=date, sources=sources))
             calls.pop(key, None)
             call_id = str(call.get("id")) if isinstance(call, Mapping) else ""
             calls[key] = _Call(call_id, date, sources)
@@ -174,37 +172,41 @@ def extract_update(
     return MemoryUpdate(additions=tuple(replace(e, origin="extractor") for e in additions))
 
 
+def is_command(text: str) -> bool:
+    """A bot command ("/pin …", "/summary"): addressed to the bot, never a member's fact or ask."""
+    return text.lstrip().startswith("/")
+
+
+def members_words(turn: Mapping[str, Any], text: str) -> bool:
+    """Whether `text` (read_turn's) is what a member said: the bot's own replies and commands
+    are neither members' facts nor their asks (SPEC 6.6)."""
+    return turn.get("role") == "user" and not is_command(text)
+
+
 def _last_unread_ask(
     unread: list[tuple[Mapping[str, Any], str | None, float | None]],
 ) -> tuple[str, str, Mapping[str, Any], str | None, float | None] | None:
     """The newest of the user turns not read, after the last ask read, that says something."""
     for turn, source, at in reversed(unread):
         text, name = read_turn(turn)
-        if text.strip():
+        if text.strip() and not is_command(text):
             return text, name or "user", turn, source, at
     return None
 
 
-def too_light_for_backup(turn: Mapping[str, Any]) -> bool:
-    """The backup of exact values reads nothing in this user or assistant turn: no tool call,
-    and no line of its text can weigh BACKUP_MIN_WEIGHT."""
-    return (
-        turn.get("role") in ("user", "assistant")
-        and not turn.get("tool_calls")
-        and _cannot_weigh(turn.get("content"), BACKUP_MIN_WEIGHT)
-    )
+def too_light_for_backup(turn: Mapping[str, Any], features: Features | None = None) -> bool:
+    """The backup of exact values keeps nothing of this user or assistant turn: no tool call,
+    and no candidate that weighs BACKUP_MIN_WEIGHT. `features`: read_features(turn), if known."""
+    if turn.get("role") not in ("user", "assistant") or turn.get("tool_calls"):
+        return False
+    found = read_features(turn) if features is None else features
+    return not _weighing(found, BACKUP_MIN_WEIGHT).candidates
 
 
-def _cannot_weigh(content: Any, min_weight: int) -> bool:
-    """may_weigh() fails on the whole text, so on what read_turn() reads of it: for a text
-    it neither cuts nor strips of think blocks, that is the text or a suffix of it (the
-    speaker's label dropped), which holds nothing the gate seeks that the whole lacks."""
-    return (
-        type(content) is str
-        and len(content) <= READ_LIMIT_CHARS
-        and "<" not in content
-        and not may_weigh(content, min_weight)
-    )
+def _weighing(features: Features, min_weight: int) -> Features:
+    """Only the candidates that weigh `min_weight` (what the backup keeps of a turn)."""
+    kept = tuple(c for c in features.candidates if text_weight(c.text) >= min_weight)
+    return replace(features, candidates=kept)
 
 
 def read_turn(turn: Mapping[str, Any]) -> tuple[str, str | None]:
@@ -217,13 +219,9 @@ def read_turn(turn: Mapping[str, Any]) -> tuple[str, str | None]:
 
 
 def read_features(turn: Mapping[str, Any]) -> Features:
-    """The features the extractor finds in one user or assistant turn."""
-    return message_features(read_turn(turn)[0], turn.get("role") == "user")
-
-
-def finds_features(turn: Mapping[str, Any]) -> bool:
-    """Whether read_features(turn) finds anything (cheaper than reading them)."""
-    return has_features(read_turn(turn)[0], turn.get("role") == "user")
+    """The features the extractor finds in the text of one turn (none in the bot's own)."""
+    text = read_turn(turn)[0]
+    return message_features(text, True) if members_words(turn, text) else NO_FEATURES
 
 
 @lru_cache(maxsize=REDACTED_CACHE_TEXTS)
@@ -272,10 +270,7 @@ def _entry(
     subject = found.subject
     if subject is not None and found.first_person:
         subject = f"{speaker}'s {subject}"
-    owner = None
-    if found.kind == "action":
-        named = found.named_owner if found.named_owner in names else None
-        owner = found.owner_hint or named or (speaker if found.self_owned else "the group")
+    owner = action_owner(found, speaker, names) if found.kind == "action" else None
     return MemoryEntry(
         0,
         found.kind,

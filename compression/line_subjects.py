@@ -12,7 +12,8 @@ SUBJECT_MAX_WORDS = 6
 SUBJECT_SCAN_CHARS = 200
 MAX_LABELS = 3
 
-_LABEL = re.compile(r"^(?P<label>[A-Za-z][A-Za-z ]{0,28}?)\s*:\s+(?=\S)")
+_LABEL = re.compile(r"^(?P<label>[A-Za-z][A-Za-z _-]{0,28}?)\s*:\s+(?=\S)")
+_LABEL_WORD = re.compile(r"[a-z]+")
 # Labels that start many unrelated lines; the kind they hint at, if any.
 _LABEL_KINDS: dict[str, FeatureKind | None] = {
     **dict.fromkeys(("fact", "facts", "value", "info", "key fact", "data"), "fact"),
@@ -20,12 +21,15 @@ _LABEL_KINDS: dict[str, FeatureKind | None] = {
     **dict.fromkeys(("safety rule", "policy", "requirement", "limit", "group rule"), "rule"),
     **dict.fromkeys(("decision", "final decision", "decided", "resolution"), "decision"),
     **dict.fromkeys(("action", "action item", "todo", "to-do", "task"), "action"),
+    **dict.fromkeys(("ask", "asks", "request", "requests"), "action"),
+    **dict.fromkeys(("preference", "preferences", "pref", "user preference"), "preference"),
     **dict.fromkeys(("note", "notes", "update", "fyi", "reminder", "correction"), None),
     **dict.fromkeys(("important", "warning", "ps", "re", "btw", "heads up", "nb"), None),
 }
 # A label of several words is still a label when one of them is ("Rule for this group:").
 _LABEL_WORDS = frozenset({"rule", "rules", "note", "fact", "constraint", "decision", "update",
-                          "reminder", "policy", "todo", "fyi"})  # fmt: skip
+                          "reminder", "policy", "todo", "fyi", "ask", "request",
+                          "preference", "action"})  # fmt: skip
 _TAG = re.compile(r"^\[[^\]]{1,80}\]\s*")
 _OPENER = re.compile(
     r"^(?:(?:update|note|fyi|correction|actually|ok|okay|so|also|btw|reminder|ps|heads up|"
@@ -64,7 +68,7 @@ def split_label(text: str) -> tuple[str | None, str]:
     known = (
         lowered in _LABEL_KINDS
         or (label.isupper() and len(label) > 1)
-        or any(word in _LABEL_WORDS for word in lowered.split())
+        or any(word in _LABEL_WORDS for word in _LABEL_WORD.findall(lowered))
     )
     return (label, _TAG.sub("", text)[match.end() :]) if known else (None, text)
 
@@ -74,7 +78,8 @@ def label_kind(label: str) -> FeatureKind | None:
     lowered = label.lower()
     if lowered in _LABEL_KINDS:
         return _LABEL_KINDS[lowered]
-    return next((_LABEL_KINDS[w] for w in lowered.split() if _LABEL_KINDS.get(w)), None)
+    words = _LABEL_WORD.findall(lowered)
+    return next((_LABEL_KINDS[w] for w in words if _LABEL_KINDS.get(w)), None)
 
 
 def subject_of(text: str) -> tuple[str | None, bool]:

@@ -9,12 +9,11 @@ ignores the hint of a message it changed (a pruned tool result, an unwrapped sum
 
 from __future__ import annotations
 
-import operator
 from collections.abc import Mapping, Sequence
-from typing import Any, cast
+from typing import Any
 
-from compactbot.compression.extract import BACKUP_MIN_WEIGHT, finds_features, too_light_for_backup
-from compactbot.compression.line_weight import may_weigh
+from compactbot.compression.extract import read_features, too_light_for_backup
+from compactbot.compression.features import NO_FEATURES
 from compactbot.compression.messages import is_summary_message
 from compactbot.compression.redact import may_hold_secret, redact, redact_value
 from compactbot.compression.summary_input import BODY_LIMIT_CHARS, truncate_body
@@ -39,12 +38,25 @@ SHOWN_AS_IS = 64
 SHOWN_LIGHT = 128
 
 
+# The version of the rules that made a hint (above its fact bits). Bump it whenever what the
+# extractor, redaction or the summarizer's view read changes: a stored hint of another
+# version is read as 0 (nothing known), so no row skips a rule added since, redaction included.
+RULES_VERSION = 1
+_FACT_BITS = 0xFF
+_VERSION_SHIFT = 8
+
+
 class HintsError(ValueError):
     """`hints` does not fit the messages it was given with."""
 
 
 def message_hints(message: Mapping[str, Any]) -> int:
-    """The facts compress() may take as known about `message` (a bit set, 0: none)."""
+    """The facts compress() may take as known about `message` (a bit set, 0: none), stamped
+    with RULES_VERSION."""
+    return _facts(message) | (RULES_VERSION << _VERSION_SHIFT)
+
+
+def _facts(message: Mapping[str, Any]) -> int:
     role = message.get("role")
     text = content_text(message.get("content"))
     view = strip_think(text) if role == "assistant" else text
@@ -61,24 +73,25 @@ def message_hints(message: Mapping[str, Any]) -> int:
         return hints
     if hints & SUMMARY_CLEAN and _shown_as_is(message, view):
         hints |= SHOWN_AS_IS
-    featureless = not finds_features(message)
-    if featureless:
+    features = read_features(message)
+    if features is NO_FEATURES:
         hints |= FEATURELESS
     shown = truncate_body(redacted)
     # Most copies are the text itself (nothing redacted, cut or stripped): read once.
     same = shown == text and type(message.get("content")) is str
     copy = message if same else {**message, "content": shown}
-    if featureless if same else not finds_features(copy):
+    shown_features = features if same else read_features(copy)
+    if shown_features is NO_FEATURES:
         hints |= SHOWN_FEATURELESS
-    if too_light_for_backup(copy):
+    if too_light_for_backup(copy, shown_features):
         hints |= SHOWN_LIGHT
     return hints
 
 
 def view_hint(message: Mapping[str, Any]) -> int | None:
-    """What the summarizer's view learns of a message given without hints, from one lowered
-    copy of its text: a chat line shown as it is is SHOWN_AS_IS and SUMMARY_CLEAN, and
-    SHOWN_LIGHT when the backup reads nothing in it; None for any other message."""
+    """What the summarizer's view learns of a message given without hints: a chat line shown
+    as it is is SHOWN_AS_IS and SUMMARY_CLEAN, and SHOWN_LIGHT when the backup keeps nothing
+    of it; None for any other message."""
     content, role = message.get("content"), message.get("role")
     if not (
         type(content) is str
@@ -86,11 +99,9 @@ def view_hint(message: Mapping[str, Any]) -> int | None:
         and _shown_as_is(message, content)
     ):
         return None
-    lowered = content.lower() if content.isascii() else None  # what both gates read
-    if content and may_hold_secret(content, lowered) and redact(content) != content:
+    if content and may_hold_secret(content) and redact(content) != content:
         return None
-    # too_light_for_backup() of a line shown as it is (no calls, within the read limit).
-    light = "<" not in content and not may_weigh(content, BACKUP_MIN_WEIGHT, lowered)
+    light = too_light_for_backup(message)
     return SHOWN_AS_IS | SUMMARY_CLEAN | (SHOWN_LIGHT if light else 0)
 
 
@@ -111,32 +122,16 @@ def _arguments_clean(call: Any) -> bool:
     return not isinstance(arguments, str) or redact_value(arguments) == arguments
 
 
-# bytes.translate tables: for each (mask, clear), 1 at each byte value hinted() takes.
-_TABLES: dict[tuple[int, bool], bytes] = {}
-
-
 def hinted(hints: Sequence[int | None], mask: int, *, clear: bool = False) -> list[int]:
     """The indices whose hint has a bit of `mask` set (`clear`: none of them); a None hint
-    is always taken, as nothing is known of it. Read in C while every hint fits a byte."""
-    try:
-        packed = bytes(cast(Sequence[int], hints))  # a None raises, as wanted
-    except (TypeError, ValueError):
-        return [i for i, hint in enumerate(hints) if hint is None or bool(hint & mask) != clear]
-    table = _TABLES.get((mask, clear))
-    if table is None:
-        # Built in C: a Python loop over the 256 byte values costs more than the lookup saves.
-        taken_by = map(operator.not_ if clear else bool, map(mask.__and__, range(256)))
-        table = _TABLES[(mask, clear)] = bytes(taken_by)
-    taken = packed.translate(table)
-    found: list[int] = []
-    index = taken.find(1)
-    while index >= 0:
-        found.append(index)
-        index = taken.find(1, index + 1)
-    return found
+    is always taken, as nothing is known of it."""
+    return [i for i, hint in enumerate(hints) if hint is None or bool(hint & mask) != clear]
 
 
 def checked_hints(hints: Sequence[int] | None, messages: int) -> Sequence[int] | None:
-    if hints is not None and len(hints) != messages:
+    """The fact bits of `hints`; a hint made by other rules (an older version) knows nothing."""
+    if hints is None:
+        return None
+    if len(hints) != messages:
         raise HintsError(f"hints has {len(hints)} entries for {messages} messages")
-    return hints
+    return [h & _FACT_BITS if h >> _VERSION_SHIFT == RULES_VERSION else 0 for h in hints]

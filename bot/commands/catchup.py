@@ -118,14 +118,16 @@ class MemorySource:
             if session.ended_at is None:
                 memory = await self._store.load_memory(session.id)
                 found += [e for e in memory.current() if _in_span(e, query, since)]
+        # The kind as a label: the digest types a remembered line by it, as it types the chat.
         return [
-            {"role": "user", "content": f"[{e.speaker or 'memory'}] (remembered {e.kind}) {e.text}"}
+            {"role": "user", "content": f"[{e.speaker or 'memory'}] Remembered {e.kind}: {e.text}"}
             for e in found
         ]
 
 
 def _in_span(entry: MemoryEntry, query: CatchupQuery, since: str | None) -> bool:
-    if entry.kind not in MEMORY_KINDS:
+    # The bot's own words are not what the chat said (SPEC 6.6), whatever an older memory holds.
+    if entry.kind not in MEMORY_KINDS or entry.speaker == "assistant":
         return False
     if since is not None and (entry.date or "") < since:
         return False

@@ -1,7 +1,11 @@
-"""The agent's `recall` tool: look up the chat's memory, also the entries the summary omits."""
+"""The agent's `recall` tool: look up the chat's memory, also the entries the summary omits.
+
+Terms match by stem ("rules" finds a rule, "deploys" finds "deploy"), and an entry's kind is
+part of what it says: "what are our rules?" finds the rules and the pins."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -9,20 +13,60 @@ from compactbot.compression.memory import ENTRY_KINDS, Memory, MemoryEntry
 
 DEFAULT_RECALL_LIMIT = 10
 MAX_RECALL_LIMIT = 30
+# A pin is one of the chat's rules (SPEC 16): what a search for rules or pins finds.
+PIN_WORDS = "pin pinned rule"
+MIN_STEM_CHARS = 3
+_WORD = re.compile(r"\w+")
+# Longest first; "es" only where English adds it ("classes", "boxes"), else "rules" is "rul".
+_SUFFIXES = (
+    *(("ies", "y"), ("ing", ""), ("ed", "")),
+    *((f"{end}es", end) for end in ("ss", "x", "z", "ch", "sh")),
+    ("s", ""),
+)
 
 
 def recall(
     memory: Memory, terms: Sequence[str], *, kind: str | None, limit: int
 ) -> list[dict[str, Any]]:
     """Entries holding every term (any case); current ones first, then the newest."""
-    wanted = [term.lower() for term in terms]
     found = [
         entry
         for entry in memory.entries
-        if (kind is None or entry.kind == kind) and all(w in _haystack(entry) for w in wanted)
+        if (kind is None or entry.kind == kind) and matches(terms, _haystack(entry))
     ]
     found.sort(key=lambda e: (e.shown, e.id), reverse=True)
     return [entry_json(entry) for entry in found[:limit]]
+
+
+def recall_pins(pins: Sequence[str], terms: Sequence[str]) -> list[str]:
+    """The pins holding every term; a pin counts as a rule."""
+    return [pin for pin in pins if matches(terms, f"{PIN_WORDS} {pin}".lower())]
+
+
+def matches(terms: Sequence[str], haystack: str) -> bool:
+    """Every term is in the lowered `haystack`, as written or by its stem."""
+    stems: set[str] | None = None
+    for term in terms:
+        wanted = term.lower()
+        if wanted in haystack:
+            continue
+        if stems is None:
+            stems = {stem(word) for word in _WORD.findall(haystack)}
+        if stem(wanted) not in stems:
+            return False
+    return True
+
+
+def stem(word: str) -> str:
+    """A light English stem: "rules" → "rule", "deploying" → "deploy", "parties" → "party"."""
+    lowered = word.lower()
+    if not lowered.isascii():
+        return lowered
+    for suffix, replacement in _SUFFIXES:
+        cut = len(lowered) - len(suffix)
+        if lowered.endswith(suffix) and cut >= MIN_STEM_CHARS and not lowered.endswith("ss"):
+            return lowered[:cut] + replacement
+    return lowered
 
 
 def valid_kind(value: Any) -> str | None:
@@ -45,4 +89,5 @@ def entry_json(entry: MemoryEntry) -> dict[str, Any]:
 
 
 def _haystack(entry: MemoryEntry) -> str:
-    return " ".join(p for p in (entry.text, entry.subject, entry.speaker, entry.owner) if p).lower()
+    parts = (entry.kind, entry.text, entry.subject, entry.speaker, entry.owner)
+    return " ".join(p for p in parts if p).lower()

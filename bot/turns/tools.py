@@ -12,7 +12,13 @@ from typing import Any
 
 from compactbot.bot.llm.client import ToolCall
 from compactbot.bot.store.base import SearchHit, Store, StoredMessage, StoreError
-from compactbot.bot.turns.recall import DEFAULT_RECALL_LIMIT, MAX_RECALL_LIMIT, recall, valid_kind
+from compactbot.bot.turns.recall import (
+    DEFAULT_RECALL_LIMIT,
+    MAX_RECALL_LIMIT,
+    recall,
+    recall_pins,
+    valid_kind,
+)
 from compactbot.compression.memory import ENTRY_KINDS
 from compactbot.compression.template import is_summary_text
 from compactbot.compression.transcript import split_speaker
@@ -270,8 +276,14 @@ async def _recall(args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
         raise ToolArgumentError(f"kind must be one of: {', '.join(ENTRY_KINDS)}")
     limit = min(_limit(args.get("limit", DEFAULT_RECALL_LIMIT)), MAX_RECALL_LIMIT)
     memory = await ctx.store.load_memory(ctx.session_id)
-    entries = recall(memory, search_terms(query), kind=valid_kind(kind), limit=limit)
-    return {"query": query, "entries": entries, "count": len(entries)}
+    terms = search_terms(query)
+    entries = recall(memory, terms, kind=valid_kind(kind), limit=limit)
+    found: dict[str, Any] = {"query": query, "entries": entries, "count": len(entries)}
+    if kind in (None, "rule"):
+        # Pins are the chat's rules: a recall of rules finds them beside the memory's.
+        pins = recall_pins([p.text for p in await ctx.store.list_pins(ctx.chat_key)], terms)
+        found["pins"] = pins[:limit]
+    return found
 
 
 async def _remember(args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:

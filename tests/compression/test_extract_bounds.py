@@ -9,9 +9,12 @@ import tracemalloc
 from typing import Any
 
 from compactbot.compression import CompressorConfig, ContextCompressor
-from compactbot.compression.extract import DONE_TOOL_CALLS_PER_SPAN, extract_update
+from compactbot.compression.extract import (
+    DONE_TOOL_CALLS_PER_SPAN,
+    extract_update,
+    too_light_for_backup,
+)
 from compactbot.compression.features import message_features
-from compactbot.compression.line_weight import may_weigh
 
 TODAY = dt.date(2026, 12, 1)
 # Long unpunctuated chatter: a weekday, "is", "will", "please", "need" and no owner or value.
@@ -51,7 +54,7 @@ def _call(number: int, path: str) -> list[dict[str, Any]]:
 def test_long_chatter_with_a_weekday_or_an_unowned_please_yields_no_entry() -> None:
     features = message_features(CHATTER, True)
     assert features.candidates == ()
-    assert not may_weigh(CHATTER, 3)
+    assert too_light_for_backup({"role": "user", "content": CHATTER})
 
 
 def test_a_short_statement_of_a_day_and_an_owned_action_are_still_entries() -> None:

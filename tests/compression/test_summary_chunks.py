@@ -94,6 +94,7 @@ def test_hints_vouch_only_for_what_holds() -> None:
         CALLS_CLEAN,
         FEATURELESS,
         PLAIN,
+        RULES_VERSION,
         SHOWN_AS_IS,
         SHOWN_FEATURELESS,
         SHOWN_LIGHT,
@@ -112,6 +113,7 @@ def test_hints_vouch_only_for_what_holds() -> None:
         | CALLS_CLEAN
         | SHOWN_AS_IS
         | SHOWN_LIGHT
+        | RULES_VERSION << 8
     )
     secret = message_hints({"role": "user", "content": f"[Bob] key {SECRETS['openai']}"})
     assert not secret & SUMMARY_CLEAN and not secret & SHOWN_AS_IS

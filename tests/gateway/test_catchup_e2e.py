@@ -102,3 +102,28 @@ async def test_summary_is_rate_limited_per_member(tmp_path: Path) -> None:
         other = adapter.texts()[-1]
         assert other.startswith("🧾 What you missed from Bob")
         assert "migration plan" in other
+
+
+async def test_offline_digest_never_lists_the_bots_lines_or_commands_as_facts_or_the_ask(
+    tmp_path: Path,
+) -> None:
+    adapter = RecordingAdapter(admins={"alice"})
+    async with running_app(make_config(tmp_path)) as app:
+        say = [
+            ("Dave", "hello all", False),
+            ("Bob", "The invoice total is $4,210 for the venue.", False),
+            ("Erin", "what did Bob say about the invoice?", True),  # the offline bot quotes Bob
+            ("Alice", "/pin Never share the wifi password", True),
+        ]
+        for author, text, addressed in say:
+            await app.gateway.handle(
+                group_message(text, author=author, addressed=addressed), adapter
+            )
+            await app.gateway.join()
+        assert any("offline mode" in text for text in adapter.texts())
+        reply = await _ask(app, adapter)
+    facts = reply.split("## Key facts and exact values", 1)[1].split("\n## ", 1)[0]
+    assert "$4,210" in facts
+    assert "offline mode" not in reply and "•" not in reply  # none of the bot's lines
+    ask = reply.split("## Latest ask", 1)[1].split("\n## ", 1)[0]
+    assert "/pin" not in ask and "what did Bob say about the invoice?" in ask

@@ -14,6 +14,7 @@ from compactbot.bot.llm.offline_model import OfflineModel, question_keywords
 from compactbot.bot.store.base import NewMessage
 from compactbot.bot.store.sqlite import SqliteStore
 from compactbot.bot.turns.tools import DEFAULT_SEARCH_LIMIT, TOOL_SCHEMAS, ToolContext, run_tool
+from compactbot.compression.memory import Memory, MemoryEntry
 
 CHAT = "console:room"
 NOV_29 = datetime(2026, 11, 29, 15, 0, tzinfo=UTC).timestamp()
@@ -50,9 +51,10 @@ async def test_question_becomes_a_search_history_call():
         [_user("[Carol] what did Bob say about the deploy?")], tools=TOOL_SCHEMAS
     )
     assert response.content is None
-    (call,) = response.tool_calls
-    assert call.name == "search_history"
-    assert json.loads(call.arguments) == {"query": "Bob deploy", "limit": DEFAULT_SEARCH_LIMIT}
+    search, recall = response.tool_calls
+    assert search.name == "search_history"
+    assert json.loads(search.arguments) == {"query": "Bob deploy", "limit": DEFAULT_SEARCH_LIMIT}
+    assert recall.name == "recall" and json.loads(recall.arguments) == {"query": "Bob deploy"}
     assert model.offline is True and model.model == "offline"
 
 
@@ -201,3 +203,71 @@ async def test_full_loop_answers_from_an_archived_message(store: SqliteStore):
     assert lines[0].startswith("🔌 offline mode (no LLM configured)")
     assert lines[1] == "• Bob, 2026-11-29: We deploy on Friday after the freeze"
     assert len(lines) == 2  # neither the summary nor the question itself is quoted
+
+
+async def test_our_rules_finds_a_stated_rule_a_remembered_rule_and_a_pin(store: SqliteStore):
+    await store.upsert_chat(CHAT, "console")
+    session = await store.active_session(CHAT)
+    said = [
+        ("u-dave", "Dave", "[Dave] Nobody deploys on Fridays, no exceptions."),
+        ("u-erin", "Erin", "[Erin] lunch at noon?"),
+    ]
+    early = NewMessage(role="user", content="[Ann] Only Grace merges to main.", tokens=9)
+    (early_id,) = await store.append_messages(session.id, [early])
+    remembered = MemoryEntry(
+        1, "rule", "Only Grace merges to main.", speaker="Ann", date="2026-11-29"
+    )
+    summary = NewMessage(role="user", content="[CONTEXT COMPACTION — REFERENCE ONLY] x", tokens=5,
+                         kind="summary")  # fmt: skip
+    commit = await store.archive_and_compact(
+        await store.get_session(session.id), [summary], early_id, memory=Memory((remembered,))
+    )
+    assert commit is not None
+    rows = [
+        NewMessage(role="user", content=text, tokens=9, author_id=uid, author_name=name)
+        for uid, name, text in said
+    ]
+    await store.append_messages(session.id, rows)
+    await store.add_pin(CHAT, "Never share the wifi password", "u-alice")
+    question = "[Erin] what are our rules?"
+    ctx = ToolContext(store, CHAT, session.id, "u-erin", "Erin", can_remember=False)
+    context = [
+        {"role": "system", "content": "You are a bot."},
+        *({"role": "user", "content": text} for _, _, text in said),
+        {"role": "assistant", "content": "You must never deploy on Sundays."},  # the bot's own
+        _user("[Alice] /pin Never share the wifi password"),
+        _user(question),
+    ]
+
+    answer = await _turn(OfflineModel(), context, ctx)
+
+    text = answer.content or ""
+    assert "I found nothing" not in text
+    assert "• pinned: Never share the wifi password" in text
+    assert "• Dave: Nobody deploys on Fridays, no exceptions." in text
+    assert "• Ann, 2026-11-29: Only Grace merges to main." in text
+    assert "Sundays" not in text and "lunch" not in text and "/pin" not in text
+
+
+@pytest.mark.parametrize(
+    ("question", "said"),
+    [
+        ("[Bob] what are our rules?", "[Dave] We never deploy on Fridays."),
+        ("[Bob] 我们的规则是什么？", "[Dave] 禁止在实验室吃东西。"),
+        ("[Bob] any preferences I should know?", "[Carol] I prefer short answers."),
+    ],
+)
+async def test_a_question_for_a_kind_quotes_the_members_lines_of_that_kind(
+    question: str, said: str
+) -> None:
+    context = [
+        _user(said),
+        _user("[Erin] lunch at noon?"),
+        {"role": "assistant", "content": "Never paste keys; I prefer tea."},  # the bot's own
+        _user(question),
+    ]
+    nothing = {"query": "x", "hits": [], "count": 0}
+    response = await OfflineModel().complete([*context, _tool_result("c1", nothing)])
+    lines = (response.content or "").splitlines()
+    speaker, text = said[1:].split("] ", 1)
+    assert lines[1:] == [f"• {speaker}: {text}"]

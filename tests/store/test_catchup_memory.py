@@ -35,8 +35,8 @@ async def test_the_memory_brings_decisions_and_open_actions_of_the_span(store: S
     )
     turns = await MemorySource(store).turns(CHAT, CatchupQuery(since=_day("2026-11-29")))
     assert [t["content"] for t in turns] == [
-        "[Bo] (remembered decision) We use Postgres for billing.",
-        "[Cy] (remembered action) Cy writes the migration plan.",
+        "[Bo] Remembered decision: We use Postgres for billing.",
+        "[Cy] Remembered action: Cy writes the migration plan.",
     ]
 
 
@@ -50,8 +50,8 @@ async def test_the_memory_follows_the_asked_member_and_topic(store: Store) -> No
     by_ann = await source.turns(CHAT, CatchupQuery(author="ann", topic="ann"))
     about_billing = await source.turns(CHAT, CatchupQuery(topic="billing"))
     assert [t["content"] for t in by_ann] == [
-        "[Ann] (remembered fact) The launch codename is PELICAN."
+        "[Ann] Remembered fact: The launch codename is PELICAN."
     ]
     assert [t["content"] for t in about_billing] == [
-        "[Bo] (remembered decision) Billing moves to Postgres."
+        "[Bo] Remembered decision: Billing moves to Postgres."
     ]

@@ -8,7 +8,7 @@ from compactbot.bot.compaction.session_compactor import SessionCompactor
 from compactbot.bot.store import NewMessage, Store
 from compactbot.bot.store.base import IngestItem
 from compactbot.compression import CompressorConfig
-from compactbot.compression.message_hints import FEATURELESS, message_hints
+from compactbot.compression.message_hints import FEATURELESS, RULES_VERSION, message_hints
 from compactbot.compression.tokens import counter_for
 from tests.store.conftest import ManualClock
 
@@ -104,9 +104,13 @@ async def test_compaction_passes_the_stored_hints(
         with_hints = await _compacted(stored, clock)
     async with open_fresh_store() as unknown:
         without = await _compacted(unknown, clock, unknown=True)
-    # A false FEATURELESS is believed: proof that compress() was given the stored hints.
+    # A false FEATURELESS of the current rules is believed: proof that compress() was given
+    # the stored hints; the same claim from an older version of the rules is not.
+    forged_hints = 63 | FEATURELESS | RULES_VERSION << 8
     async with open_fresh_store() as forged:
-        believed = await _compacted(forged, clock, forged=True, hints=63 | FEATURELESS)
+        believed = await _compacted(forged, clock, forged=True, hints=forged_hints)
+    async with open_fresh_store() as stale:
+        doubted = await _compacted(stale, clock, forged=True, hints=63 | FEATURELESS)
 
-    assert with_hints == without
+    assert with_hints == without == doubted
     assert believed != with_hints
