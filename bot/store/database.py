@@ -106,6 +106,9 @@ class Database:
             await conn.execute("PRAGMA synchronous=NORMAL")
             if query_only:
                 await conn.execute("PRAGMA query_only=ON")
+            else:
+                # Deleted rows are zeroed, not left in free space: forgetting removes the bytes.
+                await conn.execute("PRAGMA secure_delete=ON")
         except BaseException:
             await conn.close()
             raise
@@ -148,6 +151,13 @@ class Database:
         if self.on_commit is not None:
             self.on_commit(time.perf_counter() - started)
         return result
+
+    async def checkpoint(self) -> None:
+        """Copy the WAL into the database and truncate it: no old page image stays on disk."""
+        if self.read_only or self.path == MEMORY:
+            return
+        async with self._write_lock:
+            await _require(self._writer).execute_fetchall("PRAGMA wal_checkpoint(TRUNCATE)")
 
     async def fetchall(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
         reader = _require(self._reader)
