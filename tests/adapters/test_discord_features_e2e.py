@@ -175,3 +175,40 @@ async def test_reply_to_a_members_message_quotes_it_in_the_turn(rig: Rig) -> Non
     assert last == (
         '[alice] (in reply to bob: "the staging password rotates on Mondays") is that still true?'
     )
+
+
+async def test_a_bulk_delete_is_forgotten_before_the_next_llm_request(rig: Rig) -> None:
+    """A moderator's purge: the texts are in no later prompt, search or memory (SPEC 16)."""
+    first = await rig.discord.send_message("my address is 221B Baker Street", author_name="dave")
+    second = await rig.discord.send_message("and my phone is 555-0199", author_name="dave")
+    await rig.discord.send_message("unrelated chatter")
+    store = rig.app.services.store
+
+    async def stored() -> bool:
+        return len(await store.load_history(_key(rig))) == 3
+
+    await _until(stored)
+    await rig.discord.dispatch(
+        "MESSAGE_DELETE_BULK",
+        {
+            "ids": [first["id"], second["id"]],
+            "channel_id": first["channel_id"],
+            "guild_id": first["guild_id"],
+        },
+    )
+
+    async def gone() -> bool:
+        return len(await store.load_history(_key(rig))) == 1
+
+    await _until(gone)
+    assert await _search(rig, "Baker") == [] and await _search(rig, "555-0199") == []
+    already = len(rig.llm.completions)
+    await rig.discord.send_message("what do you know about dave?", mention_bot=True)
+
+    async def answered() -> bool:
+        return len(rig.llm.completions) > already
+
+    await _until(answered)
+    later = json.dumps(rig.llm.completions[already:])
+    assert "Baker" not in later and "555-0199" not in later
+    assert "unrelated chatter" in later
