@@ -212,3 +212,51 @@ async def test_a_bulk_delete_is_forgotten_before_the_next_llm_request(rig: Rig) 
     later = json.dumps(rig.llm.completions[already:])
     assert "Baker" not in later and "555-0199" not in later
     assert "unrelated chatter" in later
+
+
+async def _history(rig: Rig) -> list[str]:
+    return [m.text for m in await rig.app.services.store.load_history(_key(rig))]
+
+
+async def test_forget_as_a_reply_erases_only_the_members_own_message(rig: Rig) -> None:
+    secret = await rig.discord.send_message("my pin is 8812", author_id=2002, author_name="dave")
+    await rig.discord.send_message("erin was here", author_id=3003, author_name="erin")
+    await rig.discord.send_message("/forget", reply_to_message_id=int(secret["id"]))
+    assert "not a message of yours" in (await rig.next_sent()).content
+
+    await rig.discord.send_message(
+        "/forget", author_id=2002, author_name="dave", reply_to_message_id=int(secret["id"])
+    )
+
+    assert "Forgotten" in (await rig.next_sent()).content
+    assert await _search(rig, "8812") == []
+    assert "[erin] erin was here" in await _history(rig)
+    assert not any("8812" in text for text in await _history(rig))
+
+
+async def test_forget_all_needs_a_confirmation_then_erases_everything_the_member_wrote(
+    rig: Rig,
+) -> None:
+    await rig.discord.send_message("I live on Elm Street", author_id=2002, author_name="dave")
+    await rig.discord.send_message("call me on 555-0101", author_id=2002, author_name="dave")
+    await rig.discord.send_message("/forget all", author_id=2002, author_name="dave")
+    assert "all 2 messages" in (await rig.next_sent()).content
+    assert len(await _history(rig)) == 2
+
+    await rig.discord.send_message("/forget confirm", author_id=2002, author_name="dave")
+
+    assert "Forgotten: 2" in (await rig.next_sent()).content
+    assert await _history(rig) == []
+
+
+async def test_an_admins_purge_by_member_id_erases_that_member(rig: Rig) -> None:
+    await rig.discord.send_message("the door code is 4242", author_id=2002, author_name="dave")
+    await rig.discord.send_message("hello", author_id=3003, author_name="erin")
+    await rig.discord.send_message("/purge 2002", author_id=3003, author_name="erin")
+    assert "needs chat-admin rights" in (await rig.next_sent()).content
+
+    await rig.discord.send_message("/purge 2002", member_permissions=0x8)
+
+    assert "Purged 1" in (await rig.next_sent()).content
+    assert await _history(rig) == ["[erin] hello"]
+    assert await _search(rig, "4242") == []
