@@ -201,17 +201,31 @@ async def test_a_bulk_delete_is_forgotten_before_the_next_llm_request(rig: Rig) 
         return len(await store.load_history(_key(rig))) == 1
 
     await _until(gone)
-    assert await _search(rig, "Baker") == [] and await _search(rig, "555-0199") == []
+    await _nowhere_later(rig, "221B Baker")
+    await _nowhere_later(rig, "555-0199")
+    assert "unrelated chatter" in json.dumps(rig.llm.completions[-1])
+
+
+async def _recall(rig: Rig, query: str) -> str:
+    store = rig.app.services.store
+    session = await store.active_session(_key(rig))
+    ctx = ToolContext(store, _key(rig), session.id, "9", "carol", can_remember=False)
+    return await run_tool(ToolCall("call_2", "recall", json.dumps({"query": query})), ctx)
+
+
+async def _nowhere_later(rig: Rig, value: str) -> None:
+    """Not in the next model request, nor in a search_history or recall answer."""
+    assert await _search(rig, value) == []
+    recalled = json.loads(await _recall(rig, value))
+    assert recalled["count"] == 0 and value not in json.dumps(recalled["entries"])
     already = len(rig.llm.completions)
-    await rig.discord.send_message("what do you know about dave?", mention_bot=True)
+    await rig.discord.send_message(f"what do you remember about {value[:2]}?", mention_bot=True)
 
     async def answered() -> bool:
         return len(rig.llm.completions) > already
 
     await _until(answered)
-    later = json.dumps(rig.llm.completions[already:])
-    assert "Baker" not in later and "555-0199" not in later
-    assert "unrelated chatter" in later
+    assert value not in json.dumps(rig.llm.completions[already:])
 
 
 async def _history(rig: Rig) -> list[str]:
@@ -229,7 +243,7 @@ async def test_forget_as_a_reply_erases_only_the_members_own_message(rig: Rig) -
     )
 
     assert "Forgotten" in (await rig.next_sent()).content
-    assert await _search(rig, "8812") == []
+    await _nowhere_later(rig, "8812")
     assert "[erin] erin was here" in await _history(rig)
     assert not any("8812" in text for text in await _history(rig))
 
@@ -247,6 +261,7 @@ async def test_forget_all_needs_a_confirmation_then_erases_everything_the_member
 
     assert "Forgotten: 2" in (await rig.next_sent()).content
     assert await _history(rig) == []
+    await _nowhere_later(rig, "Elm Street")
 
 
 async def test_an_admins_purge_by_member_id_erases_that_member(rig: Rig) -> None:
@@ -259,4 +274,4 @@ async def test_an_admins_purge_by_member_id_erases_that_member(rig: Rig) -> None
 
     assert "Purged 1" in (await rig.next_sent()).content
     assert await _history(rig) == ["[erin] hello"]
-    assert await _search(rig, "4242") == []
+    await _nowhere_later(rig, "4242")
