@@ -6,10 +6,10 @@ for CONFIRM_SECONDS (a confirmation that reaches another worker asks again).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Protocol
 
-if TYPE_CHECKING:
-    from compactbot.bot.commands.router import CommandContext
+from compactbot.bot.events import InboundMessage
+from compactbot.bot.services import Services
 
 CONFIRM_SECONDS = 120.0
 FORGET_USAGE = (
@@ -17,6 +17,21 @@ FORGET_USAGE = (
     "everything you wrote in this chat."
 )
 PURGE_USAGE = "Reply to a message with /purge, or send /purge <member id>."
+
+
+class _Host(Protocol):
+    @property
+    def services(self) -> Services: ...
+
+
+class CommandContext(Protocol):
+    """What these commands read of the router's context (which satisfies it)."""
+
+    @property
+    def message(self) -> InboundMessage: ...
+    @property
+    def host(self) -> _Host: ...
+
 
 # (chat key, member id) -> when the offer of /forget all expires
 _pending: dict[tuple[str, str], float] = {}
