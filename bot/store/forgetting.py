@@ -116,11 +116,10 @@ def needles_of(texts: Iterable[str]) -> list[str]:
     found: list[str] = []
     for text in texts:
         for line in text.splitlines():
-            _, said = split_speaker(line)
-            for candidate in (line, said):
-                norm = norm_text(candidate)
-                if len(norm) >= MIN_NEEDLE_CHARS and norm not in found:
-                    found.append(norm)
+            # What was said, without the "[name] " a summary line writes differently.
+            norm = norm_text(split_speaker(line)[1])
+            if len(norm) >= MIN_NEEDLE_CHARS and norm not in found:
+                found.append(norm)
     return found
 
 
