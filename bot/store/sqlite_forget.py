@@ -39,15 +39,15 @@ class SqliteForget:
     async def forget_messages(
         self, chat_key: str, platform_message_ids: Sequence[str], *, author_id: str | None = None
     ) -> int:
-        wanted = list(dict.fromkeys(platform_message_ids))[:ID_BATCH]
-        if not wanted:
-            return 0
-        where = f"m.platform_message_id IN ({', '.join('?' * len(wanted))})"
-        if author_id is not None:
-            return await self._forget(
-                f"{where} AND m.author_id = ?", (*wanted, author_id), chat_key
-            )
-        return await self._forget(where, wanted, chat_key)
+        wanted = list(dict.fromkeys(platform_message_ids))
+        forgotten = 0
+        for start in range(0, len(wanted), ID_BATCH):
+            batch: list[Any] = wanted[start : start + ID_BATCH]
+            where = f"m.platform_message_id IN ({', '.join('?' * len(batch))})"
+            if author_id is not None:
+                where, batch = f"{where} AND m.author_id = ?", [*batch, author_id]
+            forgotten += await self._forget(where, batch, chat_key)
+        return forgotten
 
     async def forget_member(self, chat_key: str, author_id: str) -> int:
         return await self._forget("m.author_id = ?", (author_id,), chat_key)
