@@ -12,6 +12,13 @@ import discord
 from discord import app_commands
 
 from compactbot.adapters.discord_client import PlatformClient, ShardedClient
+from compactbot.adapters.discord_delivery import (
+    NO_PINGS,
+    PRIVATE_EXTRA,
+    SEND_TIMEOUT_SECONDS,
+    deliver_chunk,
+    followup,
+)
 from compactbot.adapters.discord_gating import (
     PLATFORM,
     ignore_reason,
@@ -19,7 +26,7 @@ from compactbot.adapters.discord_gating import (
     message_facts,
     to_inbound,
 )
-from compactbot.adapters.discord_http import TOO_MANY_REQUESTS, rate_limit_trace
+from compactbot.adapters.discord_http import rate_limit_trace
 from compactbot.adapters.discord_media import download_attachment
 from compactbot.adapters.discord_slash import (
     PRIVATE_REPLY_COMMANDS,
@@ -50,19 +57,10 @@ log = logging.getLogger(__name__)
 READY_TIMEOUT_SECONDS = 60.0  # login + gateway handshake + GUILD_CREATEs on a slow link
 CLOSE_TIMEOUT_SECONDS = 10.0
 COMMAND_SYNC_TIMEOUT_SECONDS = 30.0
-# Per REST call, including discord.py's own 429 waits (it sleeps through Retry-After itself).
-SEND_TIMEOUT_SECONDS = 60.0
 MEMBER_LOOKUP_TIMEOUT_SECONDS = 10.0
-# Our retries on top of discord.py's: for transport errors and 5xx that outlived its retries.
-SEND_RETRY_BACKOFF_SECONDS = (1.0, 3.0)
-SERVER_ERROR_STATUS = 500
 
 # Channels whose events are stored at once; a channel's own events always go one at a time.
 INBOUND_CHANNELS_CONCURRENT = 64
-
-# Interaction.extras key: the command's reply is for the asker only (ephemeral).
-PRIVATE_EXTRA = "compactbot_private"
-NO_PINGS = discord.AllowedMentions.none()  # model output never pings @everyone, roles or users
 
 
 class MessageGateway(Protocol):
@@ -330,68 +328,18 @@ class DiscordPlatform:
         reference: discord.MessageReference | None,
         nonce: str | None = None,
     ) -> None:
-        """One chunk to the channel, retried on transient failures, else DeliveryError."""
-        channel = self._channel(target)
-        # Only a reply carries a reference; mention_author=False keeps it from pinging the asker.
-        reply: dict[str, Any] = (
-            {"reference": reference, "mention_author": False} if reference else {}
-        )
-        if nonce is not None:  # discord.py sends enforce_nonce with it
-            reply["nonce"] = nonce
-        for delay in (*SEND_RETRY_BACKOFF_SECONDS, None):
-            try:
-                await asyncio.wait_for(
-                    channel.send(chunk, allowed_mentions=NO_PINGS, **reply),
-                    SEND_TIMEOUT_SECONDS,
-                )
-                return
-            except discord.HTTPException as exc:
-                if delay is None or not _transient(exc):
-                    raise DeliveryError(f"discord refused the message: {exc.status}") from exc
-                status: object = exc.status
-            except TRANSPORT_ERRORS as exc:
-                if delay is None:
-                    raise DeliveryError("discord unreachable") from exc
-                status = type(exc).__name__
-            log.warning(
-                "discord: send failed (%s); retrying in %.1fs (chat=%s)",
-                status,
-                delay,
-                target.chat_key,
-            )
-            await asyncio.sleep(delay)
+        await deliver_chunk(self._channel(target), target.chat_key, chunk, reference, nonce)
 
     async def _followup(
         self, interaction: discord.Interaction, target: ReplyTarget, chunk: str
     ) -> bool:
-        """Answer a deferred slash command; False when its webhook no longer takes messages."""
-        try:
-            await asyncio.wait_for(
-                interaction.followup.send(
-                    chunk,
-                    allowed_mentions=NO_PINGS,
-                    ephemeral=bool(interaction.extras.get(PRIVATE_EXTRA)),
-                ),
-                SEND_TIMEOUT_SECONDS,
-            )
-        except (discord.HTTPException, *TRANSPORT_ERRORS):
-            log.warning(
-                "discord: interaction followup failed; using the channel (chat=%s)",
-                target.chat_key,
-            )
-            return False
-        return True
+        return await followup(interaction, target.chat_key, chunk)
 
 
 def _report_client_exit(task: asyncio.Task[None]) -> None:
     # discord.py reconnects by itself; its task ending on its own means Discord is gone for good.
     if not task.cancelled() and task.exception() is not None:
         log.error("discord: client stopped: %s", type(task.exception()).__name__)
-
-
-def _transient(exc: discord.HTTPException) -> bool:
-    """Worth retrying: a server error or an unexplained 429. Other 4xx would fail the same way."""
-    return exc.status >= SERVER_ERROR_STATUS or exc.status == TOO_MANY_REQUESTS
 
 
 def platform_from_config(

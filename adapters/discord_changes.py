@@ -39,15 +39,21 @@ async def on_raw_edit(
 
 
 async def on_raw_delete(
-    client: discord.Client, services: Services, payload: discord.RawMessageDeleteEvent
+    client: discord.Client,
+    services: Services,
+    payload: discord.RawMessageDeleteEvent | discord.RawBulkMessageDeleteEvent,
 ) -> None:
-    """A message was deleted: it leaves search, tools and every later summary input."""
+    """Messages were deleted (one, or a moderator's bulk delete): they are forgotten (SPEC 16)."""
     channel = client.get_channel(payload.channel_id)
     if isinstance(channel, discord.Thread) and channel.parent_id is not None:
         key = chat_key(PLATFORM, str(channel.parent_id), str(payload.channel_id))
     else:
         key = chat_key(PLATFORM, str(payload.channel_id))
+    if isinstance(payload, discord.RawBulkMessageDeleteEvent):
+        ids = [str(message_id) for message_id in payload.message_ids]
+    else:
+        ids = [str(payload.message_id)]
     try:
-        await apply_delete(services, key, str(payload.message_id))
+        await apply_delete(services, key, ids)
     except Exception:
         log.exception("discord: delete handling failed (chat=%s)", key)

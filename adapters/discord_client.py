@@ -62,6 +62,12 @@ class PlatformClient(discord.Client):
             str(payload.channel_id), lambda: on_raw_delete(self, services, payload)
         )
 
+    async def on_raw_bulk_message_delete(self, payload: discord.RawBulkMessageDeleteEvent) -> None:
+        services = self.platform.services
+        self.platform.after_channel(
+            str(payload.channel_id), lambda: on_raw_delete(self, services, payload)
+        )
+
 
 class ShardedClient(PlatformClient, discord.AutoShardedClient):
     """A worker's client: the shards `compactbot worker --shards` assigns it (SPEC 15)."""

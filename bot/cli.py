@@ -85,6 +85,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     sub.add_parser("stats", help="totals and compaction outcomes")
     store_cli.add_parser(sub)
+    store_cli.add_purge_parser(sub)
 
     deadletters = sub.add_parser("deadletters", help="updates that could not be ingested")
     deadletters.add_argument("--limit", type=int, default=50, help="newest first, this many")
@@ -179,6 +180,8 @@ async def _dispatch(command: str, args: argparse.Namespace, config: Config) -> i
         return await worker_mode.worker(config, role) if role is not None else 2
     if command == "store":
         return await store_cli.dispatch(args)
+    if command == "purge":
+        return await store_cli.purge(args, config)
     if command == "console":
         return await modes.console(
             config, room=args.room, admins=args.admin, offline=args.model == "offline"

@@ -83,6 +83,29 @@ _TEMPLATES: tuple[tuple[str, str], ...] = (
     ("📌 Pinned #{n}: {t}", "📌 已置顶 #{n}：{t}"),
     ("Unpinned #{n}: {t}", "已取消置顶 #{n}：{t}"),
     ("Usage: /pin <text to keep verbatim>", "用法：/pin <要原样保留的文本>"),
+    # /forget, /purge
+    ("Reply to one of your messages with /forget to erase it, or send /forget all to erase "
+     "everything you wrote in this chat.",
+     "回复你自己的一条消息并发送 /forget 可删除它，"
+     "或发送 /forget all 删除你在本聊天写的全部内容。"),
+    ("Reply to a message with /purge, or send /purge <member id>.",
+     "回复一条消息并发送 /purge，或发送 /purge <成员 id>。"),
+    ("Nothing to forget: that is not a message of yours that I stored.",
+     "没有可删除的内容：那不是我保存的你的消息。"),
+    ("🧹 Forgotten: that message is gone from my history, search and memory.",
+     "🧹 已删除：这条消息已从我的历史、搜索和记忆中移除。"),
+    ("I have nothing stored that you wrote in this chat.", "我没有保存你在本聊天写的任何内容。"),
+    ("This erases all {n} messages you wrote in this chat from my history, search and memory. "
+     "Send /forget confirm within 2 minutes to go ahead.",
+     "这将从我的历史、搜索和记忆中删除你在本聊天写的全部 {n} 条消息。请在 2 分钟内发送 "
+     "/forget confirm 确认。"),
+    ("Nothing to confirm. Send /forget all first.", "没有需要确认的操作。请先发送 /forget all。"),
+    ("🧹 Forgotten: {n} stored messages of yours are gone from this chat.",
+     "🧹 已删除：你在本聊天保存的 {n} 条消息已移除。"),
+    ("Nothing to purge: I stored no such message here.",
+     "没有可清除的内容：我在这里没有保存这样的消息。"),
+    ("🧹 Purged {n} stored messages from this chat's history, search and memory.",
+     "🧹 已从本聊天的历史、搜索和记忆中清除 {n} 条消息。"),
     # /summary
     ("⏳ One /summary a minute, please; try again shortly.",
      "⏳ 每分钟只能用一次 /summary，请稍后再试。"),
@@ -132,6 +155,8 @@ _TEMPLATES: tuple[tuple[str, str], ...] = (
      "/summary [2h|@名字|话题] — 自你上一条消息以来错过的内容（/catchup）"),
     ("/console — a one-time sign-in link to the web console, sent to you privately (admins)",
      "/console — 网页控制台的一次性登录链接，私下发给你（管理员）"),
+    ("/forget — (as a reply) erase your message · /forget all — everything you wrote here · "
+     "/purge", "/forget —（回复时）删除你的消息 · /forget all — 删除你在这里写的全部 · /purge"),
     # /console
     ("The web console is not enabled on this bot.", "此机器人未启用网页控制台。"),
     ("Use the /console slash command: its answer is shown to you alone.",

@@ -43,6 +43,7 @@ RESYNC_MINUTES = 10
 MISFIRE_GRACE_SECONDS = 3600
 # Sessions that come due later in the window get another pass, but not more often than this.
 FOLLOW_UP_MIN_SECONDS = 60.0
+SECONDS_PER_DAY = 86_400
 
 _WINDOW_JOB = "overnight:"
 _FOLLOW_UP_JOB = "overnight-follow-up:"
@@ -173,6 +174,7 @@ class OvernightScheduler:
             return []
         self._running.add(chat_key)
         try:
+            await self._apply_retention(chat_key)
             found = await survey(self._services, self._now(), chat_keys=(chat_key,))
             attempts = await compact_candidates(
                 self._services,
@@ -191,6 +193,14 @@ class OvernightScheduler:
             return []
         finally:
             self._running.discard(chat_key)
+
+    async def _apply_retention(self, chat_key: str) -> None:
+        """Forget what is older than the chat's retention period (SPEC 16), before compacting."""
+        days = (await self._services.settings_for(chat_key)).retention_days
+        if days:
+            cutoff = self._now() - days * SECONDS_PER_DAY
+            forgotten = await self._services.store.forget_before(chat_key, cutoff)
+            log.info("retention forgot %d rows (chat=%s days=%d)", forgotten, chat_key, days)
 
     async def _fire(self, chat_key: str) -> None:
         # Our own task, not APScheduler's: stop() can cancel it and wait until it has finished.

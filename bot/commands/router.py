@@ -14,6 +14,7 @@ from typing import Protocol
 
 from compactbot.bot.commands.catchup import catchup
 from compactbot.bot.commands.console_link import console_link
+from compactbot.bot.commands.forget import forget, purge
 from compactbot.bot.commands.status_report import must_show_over_cap, status_text, usage_text
 from compactbot.bot.compaction.report import CompactionReport, ReportSink
 from compactbot.bot.events import Adapter, DeliveryError, InboundMessage, ReplyTarget
@@ -100,6 +101,7 @@ Commands:
 /usage — tokens used today and this month
 /summary [2h|@name|topic] — what you missed since your last message (/catchup)
 /console — a one-time sign-in link to the web console, sent to you privately (admins)
+/forget — (as a reply) erase your message · /forget all — everything you wrote here · /purge
 In groups, /compress, /new, /config with a value, /pin and /unpin need chat-admin rights."""
 
 
@@ -360,6 +362,7 @@ PUBLIC_COMMANDS = CommandRouter(
         "usage": _usage,
         "summary": _summary,
         "catchup": _summary,
+        "forget": forget,
     }
 )
 ADMIN_COMMANDS = CommandRouter(
@@ -371,6 +374,7 @@ ADMIN_COMMANDS = CommandRouter(
         "pin": _pin,
         "unpin": _unpin,
         "console": _console,
+        "purge": purge,
     },
     filter=is_chat_admin,
 )

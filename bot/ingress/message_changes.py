@@ -8,6 +8,7 @@ tool results and every later summary input. Redelivered updates change nothing t
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 
 from compactbot.bot.events import InboundMessage
 from compactbot.bot.ingress.inbound_text import neutralised, reply_quote, transcript_text
@@ -41,10 +42,12 @@ async def apply_edit(services: Services, message: InboundMessage) -> bool:
     return changed
 
 
-async def apply_delete(services: Services, chat_key: str, platform_message_id: str) -> bool:
-    """Forget a deleted message everywhere it is stored; False when the bot never stored it."""
-    removed = await services.store.delete_platform_message(chat_key, platform_message_id)
-    log.info("message delete %s (chat=%s)", "applied" if removed else "unknown", chat_key)
+async def apply_delete(
+    services: Services, chat_key: str, platform_message_ids: Sequence[str]
+) -> int:
+    """Forget deleted messages everywhere they left a trace (SPEC 16); how many rows went."""
+    removed = await services.store.forget_messages(chat_key, platform_message_ids)
+    log.info("message delete forgot %d rows (chat=%s)", removed, chat_key)
     return removed
 
 

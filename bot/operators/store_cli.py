@@ -1,4 +1,5 @@
-"""`compactbot store copy SRC DST`: move a whole store to another backend, verified."""
+"""`compactbot store copy SRC DST` (move a whole store to another backend, verified) and
+`compactbot purge` (an operator's forgetting of a member or a message, SPEC 16)."""
 
 from __future__ import annotations
 
@@ -6,7 +7,8 @@ import argparse
 import sys
 from typing import cast
 
-from compactbot.bot.store.backends import create_store, parse_store_url
+from compactbot.bot.settings.config import Config
+from compactbot.bot.store.backends import create_store, open_store, parse_store_url
 from compactbot.bot.store.base import StoreError
 from compactbot.bot.store.copying import CopyableStore, CopyReport, copy_store
 
@@ -24,6 +26,33 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     copy.add_argument(
         "destination", help="an empty store: a path, sqlite:///path or postgresql://…"
     )
+
+
+def add_purge_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    purge = sub.add_parser(
+        "purge", help="forget a member's messages or one message everywhere (memory included)"
+    )
+    purge.add_argument("--chat", required=True, help="chat key, e.g. discord:123 or console:main")
+    which = purge.add_mutually_exclusive_group(required=True)
+    which.add_argument("--member", help="the member's platform user id")
+    which.add_argument("--message", help="the message's platform id")
+
+
+async def purge(args: argparse.Namespace, config: Config) -> int:
+    try:
+        store = await open_store(config.storage.database)
+        try:
+            if args.member is not None:
+                count = await store.forget_member(args.chat, args.member)
+            else:
+                count = await store.forget_messages(args.chat, [args.message])
+        finally:
+            await store.close()
+    except StoreError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return ERROR_EXIT_STATUS
+    print(f"purged {count} stored rows from {args.chat}")
+    return 0
 
 
 async def dispatch(args: argparse.Namespace) -> int:

@@ -204,6 +204,9 @@ _KNOWN_SPECS = (
     SettingSpec("model", "the model that answers in this chat (the window follows it)",
                 _text(MAX_MODEL_NAME_CHARS, single_line=True), str, lambda c: c.model.name,
                 "a model the operator allows", choices=allowed_models),
+    SettingSpec("retention_days", "forget messages older than this many days (0: keep them)",
+                _int, _render_number, lambda c: c.chat_defaults.retention_days,
+                "a whole number of days", bounded=True),
     SettingSpec("context_engine", "the context engine that manages this chat's sessions",
                 check_context_engine, str, lambda c: c.compression.context_engine,
                 "an engine name", operator_only=True),
@@ -232,6 +235,7 @@ class ChatSettings:
     daily_token_budget: int
     user_rate_limit_per_minute: int
     model: str
+    retention_days: int
     context_engine: str
 
     @property

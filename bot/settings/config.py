@@ -292,6 +292,7 @@ class ChatDefaults(_Section):
     memory_scope: Literal["shared", "per_user"] = "shared"
     language: NonEmpty = "auto"  # "auto": the language the chat is written in
     system_prompt: NonEmpty | None = None  # None: gateway.persona alone
+    retention_days: Annotated[int, Field(ge=0)] = 0  # 0: keep; else the overnight job forgets
 
 
 def _bounds(key: str) -> AfterValidator:
@@ -318,6 +319,7 @@ class Bounds(_Section):
     hygiene_hard_message_limit: Annotated[
         tuple[int, int], _bounds("hygiene_hard_message_limit")
     ] = (500, 20_000)
+    retention_days: Annotated[tuple[int, int], _bounds("retention_days")] = (0, 36_500)
 
     def range(self, key: str) -> Range:
         low, high = getattr(self, key)
@@ -342,10 +344,11 @@ class Config(_Section):
     @model_validator(mode="after")
     def _consistent(self) -> Config:
         for key in Bounds.model_fields:
-            default = getattr(self.compression, key)
+            section = "compression" if hasattr(self.compression, key) else "chat_defaults"
+            default = getattr(getattr(self, section), key)
             if default not in self.bounds.range(key):
                 raise ConfigError(
-                    f"compression.{key}",
+                    f"{section}.{key}",
                     default,
                     f"a value within bounds.{key} {self.bounds.range(key)}",
                 )

@@ -42,6 +42,7 @@ HARD_RANGES: dict[str, Range] = {
     "hygiene_hard_message_limit": Range(10, 1_000_000),
     "daily_token_budget": Range(0, 10**12),
     "user_rate_limit_per_minute": Range(0, 10_000),
+    "retention_days": Range(0, 36_500),  # 0: keep messages until someone forgets them
 }
 
 

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
+import os
 import sqlite3
 import time
 from collections.abc import AsyncIterator, Callable, Sequence
@@ -22,6 +24,8 @@ BUSY_TIMEOUT_MS = 5000  # another process (the CLI) may hold the write lock brie
 # aiosqlite logs every statement's parameters (message text, pasted keys) at DEBUG.
 logging.getLogger("aiosqlite").setLevel(logging.INFO)
 MEMORY = ":memory:"
+PRIVATE_DIR_MODE = 0o700
+PRIVATE_FILE_MODE = 0o600
 
 T = TypeVar("T")
 
@@ -59,7 +63,7 @@ class Database:
             return
         in_memory = self.path == MEMORY
         if not in_memory:
-            await asyncio.to_thread(Path(self.path).parent.mkdir, parents=True, exist_ok=True)
+            await asyncio.to_thread(_private_files, Path(self.path))
         writer = await self._connect()
         try:
             await apply_migrations(writer)
@@ -102,6 +106,9 @@ class Database:
             await conn.execute("PRAGMA synchronous=NORMAL")
             if query_only:
                 await conn.execute("PRAGMA query_only=ON")
+            else:
+                # Deleted rows are zeroed, not left in free space: forgetting removes the bytes.
+                await conn.execute("PRAGMA secure_delete=ON")
         except BaseException:
             await conn.close()
             raise
@@ -144,6 +151,13 @@ class Database:
         if self.on_commit is not None:
             self.on_commit(time.perf_counter() - started)
         return result
+
+    async def checkpoint(self) -> None:
+        """Copy the WAL into the database and truncate it: no old page image stays on disk."""
+        if self.read_only or self.path == MEMORY:
+            return
+        async with self._write_lock:
+            await _require(self._writer).execute_fetchall("PRAGMA wal_checkpoint(TRUNCATE)")
 
     async def fetchall(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
         reader = _require(self._reader)
@@ -209,6 +223,21 @@ def _in_transaction(conn: aiosqlite.Connection, fn: Callable[[sqlite3.Connection
             pass  # BEGIN had failed, or COMMIT had already completed
         raise
     return result
+
+
+def _private_files(path: Path) -> None:
+    """The data directory 0700 when created here, the database and its -wal/-shm 0600.
+
+    The file is created before SQLite opens it: SQLite gives -wal and -shm the mode of the
+    database file, so no other local user can read a message from any of them.
+    """
+    path.parent.mkdir(mode=PRIVATE_DIR_MODE, parents=True, exist_ok=True)
+    os.close(os.open(path, os.O_RDWR | os.O_CREAT, PRIVATE_FILE_MODE))
+    for suffix in ("", "-wal", "-shm"):
+        found = path.with_name(path.name + suffix)
+        with contextlib.suppress(FileNotFoundError, PermissionError):
+            if found.stat().st_mode & 0o777 != PRIVATE_FILE_MODE:
+                found.chmod(PRIVATE_FILE_MODE)  # a database an older version created 0644
 
 
 def _require(conn: aiosqlite.Connection | None) -> aiosqlite.Connection:

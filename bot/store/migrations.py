@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import sqlite3
 from dataclasses import dataclass
 
 import aiosqlite
@@ -364,17 +365,47 @@ async def apply_migrations(conn: aiosqlite.Connection, *, up_to: int | None = No
     for migration in MIGRATIONS:
         if migration.version <= current or migration.version > target:
             continue
+        await conn.execute("BEGIN IMMEDIATE")
         try:
-            await conn.executescript("BEGIN IMMEDIATE;\n" + migration.render(tokenizer))
-            await conn.execute(
-                "INSERT INTO schema_version(version, applied_at) VALUES (?, strftime('%s', 'now'))",
-                (migration.version,),
-            )
+            # Read again under the write lock: another process opening the same fresh file may
+            # have applied this migration since the version was first read.
+            current = await _version_in(conn)
+            if migration.version > current:
+                for statement in _statements(migration.render(tokenizer)):
+                    await conn.execute(statement)
+                await conn.execute(
+                    "INSERT INTO schema_version(version, applied_at)"
+                    " VALUES (?, strftime('%s', 'now'))",
+                    (migration.version,),
+                )
+                current = migration.version
+                log.info(
+                    "store schema migrated to version %d (%s)", migration.version, migration.name
+                )
             await conn.execute("COMMIT")
         except BaseException:
             if conn.in_transaction:
                 await conn.execute("ROLLBACK")
             raise
-        current = migration.version
-        log.info("store schema migrated to version %d (%s)", migration.version, migration.name)
     return current
+
+
+async def _version_in(conn: aiosqlite.Connection) -> int:
+    async with conn.execute("SELECT coalesce(max(version), 0) FROM schema_version") as cur:
+        row = await cur.fetchone()
+    return int(row[0]) if row else 0
+
+
+def _statements(script: str) -> list[str]:
+    """A script's statements, one each (executescript would commit the open transaction)."""
+    found: list[str] = []
+    pending = ""
+    for line in script.splitlines(keepends=True):
+        pending += line
+        if sqlite3.complete_statement(pending):
+            if pending.strip().strip(";").strip():
+                found.append(pending.strip())
+            pending = ""
+    if pending.strip():
+        found.append(pending.strip())
+    return found

@@ -25,6 +25,7 @@ from compactbot.bot.store.postgres_appends import OPEN_SESSION_SQL, start_sessio
 from compactbot.bot.store.postgres_bookkeeping import PostgresBookkeeping
 from compactbot.bot.store.postgres_console import PostgresConsole
 from compactbot.bot.store.postgres_database import PostgresDatabase, affected, redacted_dsn
+from compactbot.bot.store.postgres_forget import PostgresForget
 from compactbot.bot.store.postgres_inbox import PostgresInbox
 from compactbot.bot.store.postgres_limits import PostgresLimits
 from compactbot.bot.store.postgres_memory import load_memory
@@ -41,7 +42,12 @@ log = logging.getLogger(__name__)
 
 
 class PostgresStore(
-    PostgresWrites, PostgresBookkeeping, PostgresRevisions, PostgresLimits, PostgresConsole
+    PostgresWrites,
+    PostgresBookkeeping,
+    PostgresRevisions,
+    PostgresLimits,
+    PostgresConsole,
+    PostgresForget,
 ):
     """`Store` on a PostgreSQL database (`postgresql://…`; `?search_path=` picks the schema)."""
 

@@ -29,6 +29,7 @@ from compactbot.bot.store.migrations import TRIGRAM, indexed_text
 from compactbot.bot.store.revisions import Revisions
 from compactbot.bot.store.settings_cache import RawSettingsCache
 from compactbot.bot.store.sqlite_console import SqliteConsole
+from compactbot.bot.store.sqlite_forget import SqliteForget
 from compactbot.bot.store.sqlite_fts import QUIET_SECONDS, BackgroundIndexer
 from compactbot.bot.store.sqlite_ingest import OPEN_SESSION_SQL
 from compactbot.bot.store.sqlite_limits import SqliteLimits
@@ -49,7 +50,7 @@ ID_BATCH = 500  # ids per IN (...) query, well under SQLite's variable limit
 
 
 class SqliteStore(
-    CompactionWrites, Bookkeeping, DeadLetters, Revisions, SqliteLimits, SqliteConsole
+    CompactionWrites, Bookkeeping, DeadLetters, Revisions, SqliteLimits, SqliteConsole, SqliteForget
 ):
     """`Store` on one SQLite file (or ":memory:"). Writes are serialised; reads use WAL."""
 

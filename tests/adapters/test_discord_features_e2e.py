@@ -192,3 +192,103 @@ async def test_reply_to_a_members_message_quotes_it_in_the_turn(rig: Rig) -> Non
     assert last == (
         '[alice] (in reply to bob: "the staging password rotates on Mondays") is that still true?'
     )
+
+
+async def test_a_bulk_delete_is_forgotten_before_the_next_llm_request(rig: Rig) -> None:
+    """A moderator's purge: the texts are in no later prompt, search or memory (SPEC 16)."""
+    first = await rig.discord.send_message("my address is 221B Baker Street", author_name="dave")
+    second = await rig.discord.send_message("and my phone is 555-0199", author_name="dave")
+    await rig.discord.send_message("unrelated chatter")
+    store = rig.app.services.store
+
+    async def stored() -> bool:
+        return len(await store.load_history(_key(rig))) == 3
+
+    await _until(stored)
+    await rig.discord.dispatch(
+        "MESSAGE_DELETE_BULK",
+        {
+            "ids": [first["id"], second["id"]],
+            "channel_id": first["channel_id"],
+            "guild_id": first["guild_id"],
+        },
+    )
+
+    async def gone() -> bool:
+        return len(await store.load_history(_key(rig))) == 1
+
+    await _until(gone)
+    await _nowhere_later(rig, "221B Baker")
+    await _nowhere_later(rig, "555-0199")
+    assert "unrelated chatter" in json.dumps(rig.llm.completions[-1])
+
+
+async def _recall(rig: Rig, query: str) -> str:
+    store = rig.app.services.store
+    session = await store.active_session(_key(rig))
+    ctx = ToolContext(store, _key(rig), session.id, "9", "carol", can_remember=False)
+    return await run_tool(ToolCall("call_2", "recall", json.dumps({"query": query})), ctx)
+
+
+async def _nowhere_later(rig: Rig, value: str) -> None:
+    """Not in the next model request, nor in a search_history or recall answer."""
+    assert await _search(rig, value) == []
+    recalled = json.loads(await _recall(rig, value))
+    assert recalled["count"] == 0 and value not in json.dumps(recalled["entries"])
+    already = len(rig.llm.completions)
+    await rig.discord.send_message(f"what do you remember about {value[:2]}?", mention_bot=True)
+
+    async def answered() -> bool:
+        return len(rig.llm.completions) > already
+
+    await _until(answered)
+    assert value not in json.dumps(rig.llm.completions[already:])
+
+
+async def _history(rig: Rig) -> list[str]:
+    return [m.text for m in await rig.app.services.store.load_history(_key(rig))]
+
+
+async def test_forget_as_a_reply_erases_only_the_members_own_message(rig: Rig) -> None:
+    secret = await rig.discord.send_message("my pin is 8812", author_id=2002, author_name="dave")
+    await rig.discord.send_message("erin was here", author_id=3003, author_name="erin")
+    await rig.discord.send_message("/forget", reply_to_message_id=int(secret["id"]))
+    assert "not a message of yours" in (await rig.next_sent()).content
+
+    await rig.discord.send_message(
+        "/forget", author_id=2002, author_name="dave", reply_to_message_id=int(secret["id"])
+    )
+
+    assert "Forgotten" in (await rig.next_sent()).content
+    await _nowhere_later(rig, "8812")
+    assert "[erin] erin was here" in await _history(rig)
+    assert not any("8812" in text for text in await _history(rig))
+
+
+async def test_forget_all_needs_a_confirmation_then_erases_everything_the_member_wrote(
+    rig: Rig,
+) -> None:
+    await rig.discord.send_message("I live on Elm Street", author_id=2002, author_name="dave")
+    await rig.discord.send_message("call me on 555-0101", author_id=2002, author_name="dave")
+    await rig.discord.send_message("/forget all", author_id=2002, author_name="dave")
+    assert "all 2 messages" in (await rig.next_sent()).content
+    assert len(await _history(rig)) == 2
+
+    await rig.discord.send_message("/forget confirm", author_id=2002, author_name="dave")
+
+    assert "Forgotten: 2" in (await rig.next_sent()).content
+    assert await _history(rig) == []
+    await _nowhere_later(rig, "Elm Street")
+
+
+async def test_an_admins_purge_by_member_id_erases_that_member(rig: Rig) -> None:
+    await rig.discord.send_message("the door code is 4242", author_id=2002, author_name="dave")
+    await rig.discord.send_message("hello", author_id=3003, author_name="erin")
+    await rig.discord.send_message("/purge 2002", author_id=3003, author_name="erin")
+    assert "needs chat-admin rights" in (await rig.next_sent()).content
+
+    await rig.discord.send_message("/purge 2002", member_permissions=0x8)
+
+    assert "Purged 1" in (await rig.next_sent()).content
+    assert await _history(rig) == ["[erin] hello"]
+    await _nowhere_later(rig, "4242")
