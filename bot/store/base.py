@@ -6,6 +6,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
+from compactbot.bot.store.forget_store import ForgetStore
 from compactbot.bot.store.message_records import MessageKind as MessageKind
 from compactbot.bot.store.message_records import NewMessage as NewMessage
 from compactbot.bot.store.message_records import StoredMessage as StoredMessage
@@ -379,19 +380,6 @@ class BookkeepingStore(Protocol):
     async def set_message_content(
         self, message_id: int, content: Any, tokens: int, hints: int | None = None
     ) -> None: ...
-
-
-class ForgetStore(Protocol):
-    """Forgetting on request (SPEC 16; what changes: bot/store/forgetting.py). Each returns how
-    many stored rows it forgot; `author_id` limits `forget_messages` to that member's own."""
-
-    async def forget_messages(
-        self, chat_key: str, platform_message_ids: Sequence[str], *, author_id: str | None = None
-    ) -> int: ...
-
-    async def forget_member(self, chat_key: str, author_id: str) -> int: ...
-    async def forget_before(self, chat_key: str, cutoff: float) -> int: ...
-    async def count_member_messages(self, chat_key: str, author_id: str) -> int: ...
 
 
 class Store(

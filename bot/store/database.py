@@ -17,7 +17,8 @@ from typing import Any, TypeVar
 import aiosqlite
 
 from compactbot.bot.store.base import StoreError
-from compactbot.bot.store.migrations import TRIGRAM, UNICODE61, apply_migrations
+from compactbot.bot.store.migrations import TRIGRAM, UNICODE61
+from compactbot.bot.store.sqlite_migrate import apply_migrations
 
 BUSY_TIMEOUT_MS = 5000  # another process (the CLI) may hold the write lock briefly
 

@@ -10,8 +10,9 @@ import aiosqlite
 import pytest
 
 from compactbot.bot.store import SqliteStore
-from compactbot.bot.store import migrations as migrations_module
-from compactbot.bot.store.migrations import LATEST_VERSION, schema_version
+from compactbot.bot.store import sqlite_migrate as migrations_module
+from compactbot.bot.store.migrations import LATEST_VERSION
+from compactbot.bot.store.sqlite_migrate import schema_version
 from tests.store.factories import user
 
 

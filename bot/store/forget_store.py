@@ -1,0 +1,19 @@
+"""The storage protocol of forgetting on request (SPEC 16)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Protocol
+
+
+class ForgetStore(Protocol):
+    """Forgetting on request (SPEC 16; what changes: bot/store/forgetting.py). Each returns how
+    many stored rows it forgot; `author_id` limits `forget_messages` to that member's own."""
+
+    async def forget_messages(
+        self, chat_key: str, platform_message_ids: Sequence[str], *, author_id: str | None = None
+    ) -> int: ...
+
+    async def forget_member(self, chat_key: str, author_id: str) -> int: ...
+    async def forget_before(self, chat_key: str, cutoff: float) -> int: ...
+    async def count_member_messages(self, chat_key: str, author_id: str) -> int: ...
