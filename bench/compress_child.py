@@ -42,7 +42,9 @@ def _timed_calibration(messages: Sequence[dict[str, Any]]) -> float:
     return time.perf_counter() - begin
 
 
-async def child(size: int, mode: str, counts: list[int], trace: bool) -> dict[str, Any]:
+async def child(
+    size: int, mode: str, counts: list[int], hints: list[int], trace: bool
+) -> dict[str, Any]:
     from compactbot.compression import CompressorConfig, ContextCompressor
     from compactbot.compression.tokens import counter_for
 
@@ -57,7 +59,7 @@ async def child(size: int, mode: str, counts: list[int], trace: bool) -> dict[st
     if trace:
         tracemalloc.start()
         base = tracemalloc.get_traced_memory()[0]
-        result = await compressor().compress(messages, token_counts=counts)
+        result = await compressor().compress(messages, token_counts=counts, hints=hints)
         peak = tracemalloc.get_traced_memory()[1] - base
         del result
         gc.collect()
@@ -69,7 +71,7 @@ async def child(size: int, mode: str, counts: list[int], trace: bool) -> dict[st
     gc.collect()
     first = compressor()
     result, cold_s, cold_stall = await with_ticker(
-        partial(first.compress, messages, token_counts=counts)
+        partial(first.compress, messages, token_counts=counts, hints=hints)
     )
     calibration_s = min(calibration_s, _timed_calibration(messages))
     warm: list[tuple[float, float]] = []
@@ -77,7 +79,9 @@ async def child(size: int, mode: str, counts: list[int], trace: bool) -> dict[st
         fresh = json.loads(blob)
         gc.collect()
         again = compressor()
-        _, seconds, stall = await with_ticker(partial(again.compress, fresh, token_counts=counts))
+        _, seconds, stall = await with_ticker(
+            partial(again.compress, fresh, token_counts=counts, hints=hints)
+        )
         warm.append((seconds, stall))
     return {
         "cold_ms": cold_s * 1000,
@@ -95,12 +99,13 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.compress_child")
     parser.add_argument("size", type=int)
     parser.add_argument("mode", choices=("stub", "deterministic"))
-    parser.add_argument("counts", help="a JSON file with the stored token counts")
+    parser.add_argument("stored", help="a JSON file with the stored token counts and hints")
     parser.add_argument("--trace", action="store_true", help="peak memory instead of time")
     args = parser.parse_args(argv)
-    with open(args.counts, encoding="utf-8") as file:
-        counts = json.load(file)
-    print(json.dumps(asyncio.run(child(args.size, args.mode, counts, args.trace))))
+    with open(args.stored, encoding="utf-8") as file:
+        stored = json.load(file)
+    result = child(args.size, args.mode, stored["counts"], stored["hints"], args.trace)
+    print(json.dumps(asyncio.run(result)))
     return 0
 
 

@@ -2,9 +2,9 @@
 fresh process) and warm, stub summarizer and deterministic summary, the calibration pass timed
 beside each call (ratio = K × calibration / ours), and the longest event-loop stall.
 
-Each measurement is its own `python -m bench.compress_child` process. The token counts are the
-store's: computed once by the parent, as the store computes them when it stores a message, and
-handed to the child as the service hands them to `compress()`.
+Each measurement is its own `python -m bench.compress_child` process. The token counts and the
+per-message analysis (hints) are the store's: computed once by the parent, as the store computes
+them when it stores a message, and handed to the child as the service hands them to `compress()`.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,6 +28,7 @@ from bench.report import Section, table
 MODES = ("stub", "deterministic")
 RATIO_TARGET = 2.0  # issue 37: ≥ 2× Hermes, cold, stub and deterministic, every size
 STALL_TARGET_MS = 20.0  # issue 37: the event loop is never held more than 20 ms
+ANALYSIS_TARGET_US = 100.0  # issue 37: stored analysis ≤ 100 µs a message
 HERMES_PEAK_MB = 61.0
 CHILD_TIMEOUT_SECONDS = 300
 # A process on a small chat takes well under a second: this many times the processes there,
@@ -38,6 +40,7 @@ SMALL_CHAT_PROCESSES, SMALL_BELOW = 3, 20_000
 class Results:
     runs: dict[tuple[int, str], list[dict[str, Any]]] = field(default_factory=dict)
     memory: dict[str, float] = field(default_factory=dict)
+    analysis_us: dict[int, float] = field(default_factory=dict)  # size -> stored analysis
     sizes: tuple[int, ...] = ()
 
 
@@ -48,7 +51,9 @@ def measure(results: Results, *, reps: int, sizes: Sequence[int] = SIZES) -> Non
     with tempfile.TemporaryDirectory(prefix="bench-compress-") as tmp:
         for size in sizes:
             counts_file = Path(tmp) / f"counts-{size}.json"
-            counts_file.write_text(json.dumps(stored_counts(size)))
+            counts, hints, per_message = stored_inputs(size)
+            results.analysis_us[size] = per_message * 1e6
+            counts_file.write_text(json.dumps({"counts": counts, "hints": hints}))
             processes = reps * (SMALL_CHAT_PROCESSES if size < SMALL_BELOW else 1)
             for rep in range(processes):
                 first = rep % len(MODES)
@@ -60,12 +65,21 @@ def measure(results: Results, *, reps: int, sizes: Sequence[int] = SIZES) -> Non
         results.memory = _child(biggest, "stub", Path(tmp) / f"counts-{biggest}.json", True)
 
 
-def stored_counts(size: int) -> list[int]:
-    """One count per message, as the store keeps them (the system prompt counted too)."""
+def stored_inputs(size: int) -> tuple[list[int], list[int], float]:
+    """One count and one analysis per message, as the store keeps them (the system prompt too),
+    and the analysis' time per message (the median of three passes)."""
+    from compactbot.compression.message_hints import message_hints
     from compactbot.compression.tokens import counter_for
 
     counter = counter_for(None)
-    return [counter.count_message(m) for m in hermes_chat(size)]
+    messages = hermes_chat(size)
+    counts = [counter.count_message(m) for m in messages]
+    seconds = []
+    for _ in range(3):
+        begin = time.perf_counter()
+        hints = [message_hints(m) for m in messages]
+        seconds.append(time.perf_counter() - begin)
+    return counts, hints, statistics.median(seconds) / len(messages)
 
 
 def _child(size: int, mode: str, counts_file: Path, trace: bool = False) -> dict[str, Any]:
@@ -91,16 +105,17 @@ def render(results: Results) -> Section:
         "The chat of `reference/hermes-speed.md` (`hermes_speed_chat.build_messages(n)`, "
         "imported from the shared folder: 300-char user turns among 8 speakers with numbers, "
         "dates and decisions, 400-char replies, a unique 3,000-char tool result every 10th "
-        f"turn), {WINDOW_TOKENS // 1000}K window, the store's token counts passed as the "
-        "service passes them; `stub` = a summarizer answering the reference's fixed "
-        "2,000-char summary at once, `deterministic` = no summarizer. Each row's processes are "
-        "fresh: **cold** is the first `compress()` in the process (the first compaction after "
-        "a restart), **warm** the median of later calls in the same process on the same chat "
-        "decoded afresh. Hermes' time is K × the calibration pass timed in the same process "
-        "just before and after the cold call (the faster; K from hermes-speed.md). **Stall**: "
-        f"the longest gap between ticks of a {TICK_SECONDS * 1000:g} ms ticker task on the same "
-        "event loop while `compress()` ran (every other chat waits that long). Medians over "
-        "the processes; stalls are the worst process.",
+        f"turn), {WINDOW_TOKENS // 1000}K window, the store's token counts and per-message "
+        "analysis passed as the service passes them; `stub` = a summarizer answering the "
+        "reference's fixed 2,000-char summary at once, `deterministic` = no summarizer. Each "
+        "row's processes are fresh: **cold** is the first `compress()` in the process (the "
+        "first compaction after a restart), **warm** the median of later calls in the same "
+        "process on the same chat decoded afresh. Hermes' time is K × the calibration pass "
+        "timed in the same process just before and after the cold call (the faster; K from "
+        "hermes-speed.md). **Stall**: the longest gap between ticks of a "
+        f"{TICK_SECONDS * 1000:g} ms ticker task on the same event loop while `compress()` ran "
+        "(every other chat waits that long). Medians over the processes; stalls are the "
+        "worst process.",
         "",
     )
     rows = []
@@ -124,6 +139,16 @@ def render(results: Results) -> Section:
     header = ["messages", "mode", "processes", "cold", "cold ratio", "cold stall", "warm",
               "warm ratio", "warm stall", "calibration", "Hermes (K × cal)", "outcome"]  # fmt: skip
     s.add(*table(header, rows))
+    if results.analysis_us:
+        s.add(
+            "The stored analysis (`message_hints`, computed once per message when it is "
+            "stored): "
+            + ", ".join(
+                f"{n:,} messages {us:.0f} µs" for n, us in sorted(results.analysis_us.items())
+            )
+            + " a message (median of three passes).",
+            "",
+        )
     if results.memory:
         s.add(
             f"Memory of one {max(results.sizes):,}-message `compress()` (tracemalloc, stub): "
@@ -159,6 +184,14 @@ def targets(s: Section, results: Results) -> None:
             f"≤ {STALL_TARGET_MS:g} ms",
             ", ".join(f"{n // 1000}K {v:.1f} ms" for n, v in sorted(stalls.items())),
             max(stalls.values()) <= STALL_TARGET_MS,
+        )
+    if results.analysis_us:
+        worst = max(results.analysis_us.values())
+        s.target(
+            "Stored per-message analysis at ingest",
+            f"≤ {ANALYSIS_TARGET_US:g} µs a message",
+            f"worst {worst:.0f} µs",
+            worst <= ANALYSIS_TARGET_US,
         )
     if results.memory:
         peak = results.memory["peak_mb"]
