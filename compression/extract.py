@@ -58,13 +58,16 @@ def extract_update(
     empty: Sequence[bool] | None = None,
     speakers: Sequence[str] = (),
     all_named: bool = False,
+    answered: Sequence[bool] | None = None,
 ) -> MemoryUpdate:
     """Entries for `turns` (redacted here); `ids` and `times` are their sources, one per turn.
 
     `min_weight` > 1: only candidates that weigh that much are kept.
     `empty[i]` True: turn i is known to have no features (`read_features` is NO_FEATURES).
     `speakers`: names known to take part besides those of `turns` (who an action can be for);
-    `all_named`: they hold every speaker of `turns`, so a turn known to hold nothing is not read."""
+    `all_named`: they hold every speaker of `turns`, so a turn known to hold nothing is not read.
+    `answered[i]`: the bot replied to turn i (default: read from the turn after it)."""
+    replied = answered_by_bot(turns) if answered is None else answered
     names: dict[str, None] = dict.fromkeys(speakers)
     found_in: list[tuple[Candidate, str, str | None, tuple[str, ...]]] = []
     additions: list[MemoryEntry] = []
@@ -121,6 +124,8 @@ def extract_update(
         sources = (source,) if source else ()
         date = _date(at) if at is not None else turn_date(turn)
         for found in features.candidates:
+            if replied[index] and found.kind == "action" and not _for_a_member(found, names):
+                continue  # asked of the bot, which answered: nothing left for anyone to do
             found_in.append((found, speaker, date, sources))
         for link in features.links:
             additions.append(
@@ -170,6 +175,18 @@ def extract_update(
     if last_ask is not None:
         additions.append(_latest_ask(*last_ask))
     return MemoryUpdate(additions=tuple(replace(e, origin="extractor") for e in additions))
+
+
+def answered_by_bot(turns: Sequence[Mapping[str, Any]]) -> list[bool]:
+    """For each turn: a member's message the bot's next turn replied to."""
+    return [
+        turn.get("role") == "user" and nxt.get("role") == "assistant"
+        for turn, nxt in zip(turns, [*turns[1:], {}], strict=True)
+    ]
+
+
+def _for_a_member(found: Candidate, names: Mapping[str, None]) -> bool:
+    return found.owner_hint in names or found.named_owner in names
 
 
 def is_command(text: str) -> bool:

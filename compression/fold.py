@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from compactbot.compression.extract import BACKUP_MIN_WEIGHT, extract_update
+from compactbot.compression.extract import BACKUP_MIN_WEIGHT, answered_by_bot, extract_update
 from compactbot.compression.line_weight import text_weight
 from compactbot.compression.memory import (
     Memory,
@@ -276,6 +276,7 @@ def _backup_candidates(
     """The extractor's entries for the chunk's turns that can hold a candidate: only those
     count for a backup, and a turn whose hint says it has no features holds none."""
     readable = chunk.readable()
+    answered = answered_by_bot(chunk.turns)  # before the turns without features are left out
     if readable is None:
         turns, ids, times = chunk.turns, chunk.ids, chunk.times
     else:
@@ -285,11 +286,13 @@ def _backup_candidates(
         turns = [chunk.turns[i] for i in read]
         ids = [chunk.ids[i] for i in read]
         times = [chunk.times[i] for i in read]
+        answered = [answered[i] for i in read]
     # The chunk's participants: who an action can be for, as if every turn had been read (its
     # view named every speaker of its turns).
     extracted = extract_update(
-        turns, ids, times, today=today, min_weight=BACKUP_MIN_WEIGHT, speakers=names, all_named=True
-    )
+        turns, ids, times, today=today, min_weight=BACKUP_MIN_WEIGHT, speakers=names,
+        all_named=True, answered=answered,
+    )  # fmt: skip
     return extracted.additions
 
 

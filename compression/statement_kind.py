@@ -21,38 +21,82 @@ _DECISION = re.compile(
 )
 # "I prefer …", "keep answers short": the speaker's own taste, not a rule for everyone.
 _PREFERENCE = re.compile(
-    r"\b(?:i\s+(?:really\s+|much\s+|generally\s+|always\s+)?(?:prefer|like|love|hate|dislike)|"
+    r"\b(?:i\s+(?:really\s+|much\s+|generally\s+|always\s+)?(?:prefer|dislike)|"
     r"i'd\s+(?:much\s+)?(?:prefer|rather)|i'd\s+like\s+(?:answers|replies|responses|it|my|short)|i\s+would\s+(?:much\s+)?(?:prefer|rather)|"
     r"i\s+(?:don't|do\s+not)\s+(?:like|want|enjoy)|i\s+can't\s+stand|i\s+want\s+(?:my|the|short|"
     r"shorter|brief|terse|answers|replies|responses|summaries)|my\s+(?:preference|favou?rite)|"
-    r"(?:works?|suits?)\s+(?:better|best)\s+for\s+me|"
+    r"(?:works?|suits?)\s+(?:better|best)\s+for\s+me|not\s+a\s+fan\s+of|i\s+lean\s+towards?|"
     r"keep\s+(?:your\s+|the\s+|my\s+|all\s+)?(?:answers|replies|responses|messages|summaries|"
     r"it|them|things|explanations)\s+(?:short|brief|terse|concise|simple|plain|under|to|in|"
     r"casual|formal|light))\b|"
-    r"我(?:更|比较|很|最)?(?:喜欢|偏好|倾向|希望|讨厌)|我不(?:喜欢|想要)|"
+    r"我(?:更|比较|很|最)?(?:喜欢|偏好|倾向|希望|讨厌)|我不(?:喜欢|想要)|对我来说|"
     r"请.{0,12}(?:简短|简洁|简单|精简)|(?:回答|回复|答案).{0,6}(?:简短|简洁|短一点)",
+)
+# "I love/like/hate …" is mostly small talk ("I love science fiction"); it states a
+# preference when it says how things should be done ("… when you cite") or picks one thing
+# over another ("I like the blue one better").
+_TASTE = re.compile(
+    r"\bi\s+(?:really\s+|just\s+|kind\s+of\s+)?(?:like|love|hate)\s+(?:it\s+)?when\b|"
+    r"\bi\s+(?:really\s+|also\s+)?(?:like|love)\b.*\b(?:better|more\s+than|over\s+the|"
+    r"rather\s+than|instead\s+of)\b|"
+    r"\bi\s+hate\s+(?:getting|being|when|it\s+when)\b",
+)
+# Small talk: laughter, a hedge or a clause that only sets a scene. A sentence with one of
+# these sets no rule through a weak word ("you never know haha"); "must", "forbidden" and
+# the like still make it one.
+_SMALL_TALK = re.compile(
+    r"\b(?:a?ha(?:ha)+h?|hehe\w*|lol\w*|lmao|rofl|xd|jk)\b|"
+    r"^(?:(?:yeah|yes|well|but|and|oh|so|like)[,!]?\s+)?(?:i\s+(?:think|guess|mean|feel|believe|"
+    r"suppose|bet|wish)|maybe|probably|perhaps|because|cause|since|if|when|though|although|"
+    r"at\s+least|even\s+if|unless)\b",
 )
 # A person's name (capitalised: read in the sentence as written), not a pronoun.
 _NAME = r"(?!(?:It|This|That|There|He|She|They|We|You|I|What|Who|Which|Here)\b)[A-Z][\w-]+"
-# "No worries", "no idea": chatter, not a prohibition.
-_NOT_RULES = (
-    r"(?:worries|worry|problem|problems|prob|idea|way|thanks|clue|rush|doubt|kidding|need)\b"
-)
 # Who a rule binds, before its modal: "we never …", "every expense must …", "the key must …".
 _BOUND = (
     r"(?:we|you|everyone|everybody|nobody|no\s+one|members|people|guests|staff|students|"
     r"each\s+\w+|every\s+\w+(?:\s+\w+)?|all\s+\w+|the\s+\w+(?:\s+\w+)?)"
 )
-_MODAL = (
-    r"(?:must(?!\s+have\b)|mustn't|shall|shan't|never|always|only|should\s+(?:never|always|not)|"
-    r"shouldn't|(?:do|does)\s+not|don'?t|doesn'?t|cannot|can't|can\s+only|may\s+not|may\s+only|"
+# Those a weak word binds as a rule: the group itself ("we don't …"), not "you" or "the
+# landlord", of whom "never" and "always" mostly tell what they do.
+_GROUP = r"(?:we|everyone|everybody|nobody|no\s+one|members|guests|staff|students)"
+# "You must be tired", "they must be doing well": a guess, not an obligation.
+_GUESSED = (
+    r"(?:a|an|the|so|such|really|pretty|very|quite|someone|something|nice|fun|great|hard|"
+    r"tough|crazy|awesome|cool|amazing|lovely|rough|good|right|fine|tired|busy|\w+ing)\b"
+)
+_STRONG_MODAL = (
+    rf"(?:must(?!\s+have\b)(?!\s+be\s+{_GUESSED})|mustn't|shall|shan't|"
+    r"should\s+(?:never|always|not)|shouldn't|can\s+only|may\s+not|may\s+only|"
     r"(?:is|are)\s+(?:not\s+)?(?:allowed|permitted|required|forbidden|prohibited))"
 )
-_RULE = re.compile(
+_WEAK_MODAL = r"(?:never|always|only|(?:do|does)\s+not|don'?t|doesn'?t|cannot|can't)"
+# What "we don't" says of the group's state, not its conduct: "we don't even know".
+_STATE = (
+    r"(?:even|really|know|have|need|get|see|think|care|usually|both|just|mind|want|like|"
+    r"understand|remember|feel|seem)\b"
+)
+# "No" that answers or exclaims ("no you're fine", "no idea"), not a prohibition.
+_NO_REPLY = (
+    r"(?:worries|worry|problem|problems|prob|idea|way|thanks|clue|rush|doubt|kidding|need|"
+    r"i|i'm|im|you|you're|youre|we|he|she|they|it|it's|that|this|not|one's|wonder|"
+    r"matter|offense|offence|big|more|longer|sir|man|dude|lol|haha|really|actually|just|but|"
+    r"no|other|one\s+else|"
+    r"(?:was|were|is|are|did|do|does|have|had|will|would|can|could)(?:n'?t)?)\b"
+)
+# "never" before what happened ("never seen it", "the landlord never came"): a story.
+_NEVER_PAST = r"\bnever\s+(?:\w+ed|seen|heard|been|done|had|got|gotten|went|came|knew|told|thought|"
+_NEVER_PAST += r"saw|made|said|met|read|ate|eaten|tried|played|watched|found|felt|understood)\b"
+# A rule in words that also describe what merely happens: "never", "only", "don't" …
+_WEAK_RULE = re.compile(
     rf"^(?:(?:please|remember|reminder|note|and|also|so|ok|okay)[,:]?\s+)?"
-    rf"(?:never|always|only|don'?t|do\s+not|no\s+(?!{_NOT_RULES})\w+|nobody|no\s+one|avoid|"
-    r"under\s+no\s+circumstances|at\s+no\s+time)\b|"
-    rf"\b{_BOUND}\s+{_MODAL}\b|"
+    rf"(?:never|always|only|don'?t|do\s+not|no\s+(?!{_NO_REPLY})\w+|nobody|no\s+one|avoid)\b|"
+    rf"\b{_GROUP}\s+{_WEAK_MODAL}\s+(?!{_STATE})",
+)
+# Words that only ever set one.
+_STRONG_RULE = re.compile(
+    rf"\b{_BOUND}\s+{_STRONG_MODAL}\b|"
+    r"^(?:under\s+no\s+circumstances|at\s+no\s+time)\b|"
     r"\b(?:not\s+allowed|no\s+\w+(?:\s+\w+)?\s+(?:is\s+|are\s+)?allowed|forbidden|prohibited|"
     r"mandatory|required\s+to|must\s+not|off-limits|no\s+exceptions|at\s+all\s+times|"
     r"without\s+(?:\w+\s+)?(?:approval|sign-?off|permission|consent)|rule\s*:)|"
@@ -61,9 +105,10 @@ _RULE = re.compile(
 # A member asking someone to do something, or taking it on.
 _REQUEST = re.compile(
     r"^(?:(?:hey|hi|ok|okay|so|and|also)[,!]?\s+)?(?:@?[\w-]+\s*,\s*)?"
-    r"(?:(?:can|could|would|will)\s+(?:you|someone|somebody|anyone)|please|pls|kindly|"
+    r"(?:(?:can|could)\s+(?:you|someone|somebody|anyone)|will\s+(?:someone|somebody|anyone)|"
+    r"please|pls|kindly|"
     r"would\s+you\s+mind|remind\s+me|let'?s|let\s+us)\b|"
-    r"\b(?:i\s+need\s+you\s+to|i'?d\s+like\s+(?:you\s+|someone\s+)?to|i\s+would\s+like\s+(?:you\s+)?to|(?:can|could|would)\s+you\s+(?:please\s+)?\w+|"
+    r"\b(?:i\s+need\s+you\s+to|i'?d\s+like\s+(?:you\s+|someone\s+)?to|i\s+would\s+like\s+(?:you\s+)?to|(?:can|could)\s+you\s+(?:please\s+)?\w+|"
     r"(?:someone|somebody|anyone)\s+(?:needs?\s+to|should|has\s+to|must)|"
     r"we\s+(?:need\s+to|should|have\s+to|'ll|will)|we'll|"
     r"i'll|i\s+will|i'm\s+going\s+to|i\s+am\s+going\s+to|i\s+can\s+take|i'll\s+take|"
@@ -73,7 +118,8 @@ _REQUEST = re.compile(
 # What a named person must or will do ("Grace must approve", "Bob will write …"): the name
 # is told by its capital, so this one reads the sentence as written.
 _NAMED = re.compile(
-    rf"\b{_NAME}\s+(?:(?P<rule>{_MODAL})|will|should|needs\s+to|has\s+to|is\s+going\s+to)\s"
+    rf"\b{_NAME}\s+(?:(?P<strong>{_STRONG_MODAL})|(?P<weak>{_WEAK_MODAL})|will|should|needs\s+to|"
+    r"has\s+to|is\s+going\s+to)\s"
 )
 
 
@@ -82,16 +128,23 @@ def statement_kind(sentence: str) -> FeatureKind | None:
     if not _long_enough(sentence):
         return None
     lowered = sentence.lower()
+    if lowered.rstrip().endswith(("?", "？")):
+        # A question sets no rule and states no taste; it may ask someone to do something.
+        return "action" if _REQUEST.search(lowered) else None
     if _DECISION.search(lowered):
         return "decision"
-    if _PREFERENCE.search(lowered):
+    small_talk = _SMALL_TALK.search(lowered) is not None
+    if _PREFERENCE.search(lowered) or (not small_talk and _TASTE.search(lowered)):
         return "preference"
     named = None if sentence.islower() else _NAMED.search(sentence)
-    if _RULE.search(lowered) or (named is not None and named["rule"] is not None):
+    if _STRONG_RULE.search(lowered) or (named is not None and named["strong"] is not None):
         return "rule"
-    if named is not None or _REQUEST.search(lowered):
+    # "Taken only has one season": a capitalised word before a weak word tells no rule.
+    if _WEAK_RULE.search(lowered) and not small_talk and re.search(_NEVER_PAST, lowered) is None:
+        return "rule"
+    if named is not None and not (named["weak"] or named["strong"]):
         return "action"
-    return None
+    return "action" if _REQUEST.search(lowered) else None
 
 
 def _long_enough(sentence: str) -> bool:

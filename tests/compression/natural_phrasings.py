@@ -114,4 +114,17 @@ CHATTER = (
     "haha yes exactly",
     "I have never been to Utah",
     "lol the coffee machine again",
+    # Small talk that carries the words of a rule or a taste without setting one.
+    "you never know with these things haha",
+    "No you're fine, it happens to everyone",
+    "never heard of that band before",
+    "The landlord never came around to check",
+    "I think people always need something to look at",
+    "We don't even know how it happened.",
+    "You must be pretty tired after that trip",
+    "I love science fiction.",
+    "I like naps on Sundays.",
+    "Why don't you come to the game?",
+    "Would you pick flying or invisibility?",
+    "Taken only has one season on the streaming site",
 )

@@ -83,6 +83,18 @@ def test_chatter_is_no_rule_preference_or_action(text: str) -> None:
     assert not kinds & {"rule", "preference", "action", "decision"}
 
 
+def test_a_request_the_bot_answered_is_no_open_action_but_one_to_a_member_is() -> None:
+    entries = _extracted(
+        user("Alice", "@bot can you check the opening hours of the museum?"),
+        assistant("It opens at 9:00."),
+        user("Alice", "Bob, please send the invoice by Friday."),
+        assistant("Noted."),
+        user("Bob", "ok"),
+    )
+    actions = [(e.text, e.owner) for e in entries if e.kind == "action"]
+    assert actions == [("Bob, please send the invoice by Friday.", "Bob")]
+
+
 def test_file_paths_urls_and_ids_in_tool_arguments_are_links() -> None:
     turns = [
         user("Alice", "what does the ledger do?"),
