@@ -10,7 +10,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from compactbot.bot.llm.client import LLMResponse, ToolCall
-from compactbot.bot.turns.recall import stem
+from compactbot.bot.turns.search_words import COMMON_WORDS, stem
 from compactbot.bot.turns.tools import DEFAULT_SEARCH_LIMIT, RECALL, SEARCH_HISTORY
 from compactbot.compression.extract import read_features, read_turn
 from compactbot.compression.messages import is_summary_message
@@ -32,20 +32,6 @@ NO_SEARCH_REPLY = f"{BANNER}. Searching this chat's history is not available for
 _MENTION = re.compile(r"(?<!\w)@\w+")
 _COMMAND = re.compile(r"^\s*/\w+(@\w+)?")
 _WORD = re.compile(r"\w+")
-# Question scaffolding and chat filler: what is left after removing them is what to search for.
-_STOPWORD_TEXT = """
-    a about above after again against all also am an and any anyone anything are as ask asked at
-    be been before being below between both but by can could did do does doing done down during
-    each else ever every few for from further get got had has have having he her here hers herself
-    him himself his how i if in into is it its itself just know let lets me mention mentioned more
-    most my myself no nor not now of off on once only or other our ours ourselves out over own
-    please recall remember said same say saying says she should so some someone something still
-    such talk talked tell than thank thanks that the their theirs them themselves then there these
-    they think this those through to told too under until up very was we were what when where
-    which while who whom why will with would you your yours yourself yourselves
-    hi hey hello yo ok okay good morning evening night bot
-"""
-STOPWORDS = frozenset(_STOPWORD_TEXT.split())
 # Question words (stemmed) that ask for a kind of statement: "what are our rules?".
 _KIND_STEMS = {
     **dict.fromkeys(("rule", "constraint", "policy", "pin"), "rule"),
@@ -68,7 +54,7 @@ def question_keywords(text: str) -> str:
     body = _MENTION.sub(" ", _COMMAND.sub(" ", body))
     keywords: list[str] = []
     for word in _WORD.findall(body):
-        if word.isascii() and (len(word) < 2 or word.lower() in STOPWORDS):
+        if word.isascii() and (len(word) < 2 or word.lower() in COMMON_WORDS):
             continue
         if word.lower() not in (k.lower() for k in keywords):
             keywords.append(word)

@@ -9,20 +9,14 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
+from compactbot.bot.turns.search_words import stem
 from compactbot.compression.memory import ENTRY_KINDS, Memory, MemoryEntry
 
 DEFAULT_RECALL_LIMIT = 10
 MAX_RECALL_LIMIT = 30
 # A pin is one of the chat's rules (SPEC 16): what a search for rules or pins finds.
 PIN_WORDS = "pin pinned rule"
-MIN_STEM_CHARS = 3
 _WORD = re.compile(r"\w+")
-# Longest first; "es" only where English adds it ("classes", "boxes"), else "rules" is "rul".
-_SUFFIXES = (
-    *(("ies", "y"), ("ing", ""), ("ed", "")),
-    *((f"{end}es", end) for end in ("ss", "x", "z", "ch", "sh")),
-    ("s", ""),
-)
 
 
 def recall(
@@ -55,18 +49,6 @@ def matches(terms: Sequence[str], haystack: str) -> bool:
         if stem(wanted) not in stems:
             return False
     return True
-
-
-def stem(word: str) -> str:
-    """A light English stem: "rules" → "rule", "deploying" → "deploy", "parties" → "party"."""
-    lowered = word.lower()
-    if not lowered.isascii():
-        return lowered
-    for suffix, replacement in _SUFFIXES:
-        cut = len(lowered) - len(suffix)
-        if lowered.endswith(suffix) and cut >= MIN_STEM_CHARS and not lowered.endswith("ss"):
-            return lowered[:cut] + replacement
-    return lowered
 
 
 def valid_kind(value: Any) -> str | None:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import logging
-import re
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -19,6 +18,7 @@ from compactbot.bot.turns.recall import (
     recall_pins,
     valid_kind,
 )
+from compactbot.bot.turns.search_words import query_stems, search_terms
 from compactbot.compression.memory import ENTRY_KINDS
 from compactbot.compression.template import is_summary_text
 from compactbot.compression.transcript import split_speaker
@@ -34,7 +34,6 @@ DEFAULT_SEARCH_LIMIT = 8
 MAX_SEARCH_LIMIT = 20
 # Each term's FTS query fetches this many times the limit, so merging still has enough to rank.
 SEARCH_OVERFETCH = 3
-MIN_TERM_CHARS = 2
 MAX_HIT_CHARS = 240
 MAX_FACT_CHARS = 500
 # A message holding this share of a fact's words is where the fact came from.
@@ -42,8 +41,6 @@ AUTHORED_SHARE = 0.6
 # Counting every compaction event the store keeps for a chat; far above any real chat's count.
 MAX_EVENTS_COUNTED = 100_000
 COMPACTION_OUTCOMES = frozenset({"compressed", "fallback"})
-
-_WORD = re.compile(r"\w+")
 
 
 class ToolArgumentError(ValueError):
@@ -161,23 +158,12 @@ def _parse_arguments(raw: str) -> dict[str, Any]:
     return args
 
 
-def search_terms(query: str) -> list[str]:
-    """Distinct words of at least two characters; non-ASCII words (CJK runs) are kept as-is."""
-    terms: list[str] = []
-    for word in _WORD.findall(query):
-        if len(word) < MIN_TERM_CHARS and word.isascii():
-            continue
-        if word.lower() not in (t.lower() for t in terms):
-            terms.append(word)
-    return terms
-
-
 async def _search_history(args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
     query = args.get("query")
     if not isinstance(query, str) or not query.strip():
         raise ToolArgumentError("query must be a non-empty string")
     limit = _limit(args.get("limit", DEFAULT_SEARCH_LIMIT))
-    terms = search_terms(query)
+    terms = query_stems(query)
     if not terms:
         return {"query": query, "hits": [], "count": 0}
     # The whole query as a phrase ranks exact quotes above scattered words.
@@ -276,7 +262,7 @@ async def _recall(args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
         raise ToolArgumentError(f"kind must be one of: {', '.join(ENTRY_KINDS)}")
     limit = min(_limit(args.get("limit", DEFAULT_RECALL_LIMIT)), MAX_RECALL_LIMIT)
     memory = await ctx.store.load_memory(ctx.session_id)
-    terms = search_terms(query)
+    terms = query_stems(query)
     entries = recall(memory, terms, kind=valid_kind(kind), limit=limit)
     found: dict[str, Any] = {"query": query, "entries": entries, "count": len(entries)}
     if kind in (None, "rule"):

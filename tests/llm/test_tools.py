@@ -13,7 +13,8 @@ import pytest
 from compactbot.bot.llm.client import ToolCall
 from compactbot.bot.store.base import NewMessage
 from compactbot.bot.store.sqlite import SqliteStore
-from compactbot.bot.turns.tools import TOOL_SCHEMAS, ToolContext, run_tool, search_terms
+from compactbot.bot.turns.search_words import search_terms
+from compactbot.bot.turns.tools import TOOL_SCHEMAS, ToolContext, run_tool
 from compactbot.compression import CompressorConfig, ContextCompressor, MessageSource
 
 CHAT = "console:room"
@@ -83,6 +84,30 @@ async def test_search_ranks_by_matching_terms_then_recency(store: SqliteStore):
     assert [h["speaker"] for h in result["hits"]] == ["Dan", "Carol", "Bob", "Alice"]
     assert result["count"] == 4
     assert result["query"] == "deploy freeze"
+
+
+async def test_search_matches_words_by_stem_and_ignores_the_questions_common_words(
+    store: SqliteStore,
+):
+    ctx = await _ctx(store)
+    await store.append_messages(
+        ctx.session_id,
+        [
+            _said("Dan", "House rule: nobody deploys on a Friday", 0),
+            _said("Eve", "what is the plan for lunch and what are we doing there", 1),
+            _said("Bob", "the lunch rules are whatever, we are flexible", 2),
+        ],
+    )
+    result = await _call(ctx, "search_history", {"query": "What are our deploying rules?"})
+    # "deploying" finds "deploys", "rules" finds "rule"; "what", "are" and "our" rank nothing.
+    assert [h["speaker"] for h in result["hits"]] == ["Dan", "Bob"]
+
+
+async def test_recall_needs_only_the_telling_words_of_a_question(store: SqliteStore):
+    ctx = await _ctx(store)
+    await _compact_with_memory(store, ctx)
+    result = await _call(ctx, "recall", {"query": "What is our budget cap?"})
+    assert [e["text"] for e in result["entries"]] == ["FACT: The budget cap is $800."]
 
 
 async def test_search_hit_shape(store: SqliteStore):
