@@ -82,21 +82,32 @@ async def summarise(
     extracted = summarizer is None or folded.extracted
     count = counter.count_text
 
-    def render(room: int) -> Rendered:
-        return render_memory(
-            folded_memory,
-            budget_tokens=max(0, room),
-            count_tokens=count,
-            unavailable=summarizer is not None and folded.extracted,
-            max_chars=EXTRACTED_MAX_CHARS if extracted else None,
-            pins=step.pins,
-        )
-
     # Sized for the memory, not for the span just compacted (SPEC 6.11).
     need = await asyncio.to_thread(
         must_show_tokens, folded_memory, count_tokens=count, pins=step.pins
     )
-    rendered = await asyncio.to_thread(render, config.render_budget(span_tokens, need))
+
+    def render_within(max_chars: int | None) -> Callable[[int], Rendered]:
+        def render(room: int) -> Rendered:
+            return render_memory(
+                folded_memory,
+                budget_tokens=max(0, room),
+                count_tokens=count,
+                unavailable=summarizer is not None and folded.extracted,
+                max_chars=max_chars,
+                pins=step.pins,
+            )
+
+        return render
+
+    room = config.render_budget(span_tokens, need)
+    render = render_within(EXTRACTED_MAX_CHARS if extracted else None)
+    rendered = await asyncio.to_thread(render, room)
+    if extracted and rendered.must_show_hidden:
+        # The extractor's summary keeps to 8,000 characters (SPEC 6.9) unless its must-show
+        # entries need more: those are never shed; the memory cap bounds them instead.
+        render = render_within(None)
+        rendered = await asyncio.to_thread(render, room)
     return Summary(folded.outcome, folded.error, folded_memory, rendered, render), state
 
 

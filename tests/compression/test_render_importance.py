@@ -206,6 +206,26 @@ async def test_must_show_entries_are_never_shed_to_make_a_compaction_save() -> N
     assert 0 < saved.summary.count("RC-") < len(facts)
 
 
+async def test_the_extractors_summary_outgrows_its_8000_characters_only_for_must_show_entries():
+    rules = tuple(
+        MemoryEntry(i, "rule", f"RULE {i}: never move crate {i} without a signed form from Grace.")
+        for i in range(1, 200)
+    )
+    facts = tuple(MemoryEntry(300 + i, "fact", f"Room {i} code is RC-{i:04d}.") for i in range(60))
+    compressor = ContextCompressor(CompressorConfig(context_length=128_000), clock=FakeClock())
+    transcript = [system(), *group_chat(300, filler=2)]
+    result = await compressor.compress(transcript, force=True, memory=Memory((*rules, *facts)))
+    assert result.outcome == "compressed" and result.summary is not None
+    # Every rule is shown, past SPEC 6.9's 8,000 characters and within the 10 % cap.
+    assert all(rule.text in result.summary for rule in rules)
+    assert len(result.summary) > 8_000 and result.must_show_hidden == 0
+    # Without the rules' need, the 8,000 characters hold.
+    few = await ContextCompressor(
+        CompressorConfig(context_length=128_000), clock=FakeClock()
+    ).compress(transcript, force=True, memory=Memory((*rules[:3], *facts)))
+    assert few.summary is not None and len(few.summary) <= 8_000 + 1_000  # prefix and marker
+
+
 async def test_its_own_summary_merged_into_a_tail_message_keeps_the_memory() -> None:
     compressor = ContextCompressor(SMALL, clock=FakeClock())
     first = [system(), user("Ann", "RULE: never share the vault code.")]
