@@ -14,6 +14,9 @@ TARGET_RATIO_MAX = 0.80
 SUMMARY_WINDOW_RATIO = 0.05
 SUMMARY_TOKENS_CEILING = 10_000
 SUMMARY_TOKENS_FLOOR = 2_000
+# ... but never more than this share of the window: on a 4K window a 2,000-token summary
+# left too little for the tail, the tools and one search result (requests over the window).
+SUMMARY_FLOOR_WINDOW_RATIO = 0.25
 SUMMARY_SHARE_OF_MIDDLE = 0.20
 # The rendered memory grows past the summary budget for what must be shown (pins, rules,
 # preferences, open action items), up to this share of the window (SPEC 6.11).
@@ -90,16 +93,22 @@ class CompressorConfig:
     def max_summary_tokens(self) -> int:
         return min(int(self.context_length * SUMMARY_WINDOW_RATIO), SUMMARY_TOKENS_CEILING)
 
+    @property
+    def summary_floor_tokens(self) -> int:
+        """2,000 tokens (SPEC 6.9), or a quarter of a window smaller than 8,000."""
+        window = effective_window(self.context_length, self.max_tokens)
+        return min(SUMMARY_TOKENS_FLOOR, int(window * SUMMARY_FLOOR_WINDOW_RATIO))
+
     def summary_budget(self, middle_tokens: int) -> int:
-        """Target summary size; the 2,000 floor wins on small windows (SPEC 6.9)."""
+        """Target summary size; the floor wins on small windows (SPEC 6.9)."""
         share = int(middle_tokens * SUMMARY_SHARE_OF_MIDDLE)
-        return max(SUMMARY_TOKENS_FLOOR, min(share, self.max_summary_tokens))
+        return max(self.summary_floor_tokens, min(share, self.max_summary_tokens))
 
     @property
     def memory_cap_tokens(self) -> int:
         """The most the rendered memory may take for its must-show entries; the summary
         budget's 2,000 floor wins on small windows."""
-        return max(SUMMARY_TOKENS_FLOOR, int(self.context_length * self.memory_cap_ratio))
+        return max(self.summary_floor_tokens, int(self.context_length * self.memory_cap_ratio))
 
     def render_budget(self, span_tokens: int, must_show_tokens: int) -> int:
         """The rendered memory's budget: the summary budget, or what the must-show entries

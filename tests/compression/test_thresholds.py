@@ -57,6 +57,14 @@ def test_summary_budget_floor_wins_on_small_windows() -> None:
     assert CompressorConfig(8_000).summary_budget(50_000) == 2_000
 
 
+def test_the_summary_floor_is_never_more_than_a_quarter_of_the_window() -> None:
+    # On a 4K window a 2,000-token summary left too little room: requests went over it.
+    small = CompressorConfig(4_096)
+    assert small.summary_budget(50_000) == 1_024 == small.memory_cap_tokens
+    assert CompressorConfig(8_192, max_tokens=4_096).summary_budget(500) == 1_024
+    assert CompressorConfig(16_000).summary_budget(500) == 2_000
+
+
 def test_threshold_tokens_cap_lowers_threshold() -> None:
     assert CompressorConfig(200_000, threshold_tokens_cap=32_000).threshold_tokens == 32_000
 
