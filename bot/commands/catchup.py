@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
+from compactbot.bot.commands.quoting import code_span
 from compactbot.bot.ingress.limits import NoticeGate
 from compactbot.bot.llm.metering import spending_for
 from compactbot.bot.store.base import Store, StoredMessage
@@ -76,9 +77,9 @@ def parse_query(args: str, *, now: float, asker_last: float | None) -> CatchupQu
         return CatchupQuery(since=now - seconds, label=f"in the last {text}")
     if text.startswith("@") and len(text) > 1 and " " not in text:
         name = text[1:]
-        return CatchupQuery(author=name, topic=name, label=f"from {name}")
+        return CatchupQuery(author=name, topic=name, label=f"from {code_span(name)}")
     if text:
-        return CatchupQuery(since=asker_last, topic=text, label=f"about {text}")
+        return CatchupQuery(since=asker_last, topic=text, label=f"about {code_span(text)}")
     return CatchupQuery(since=asker_last)
 
 

@@ -7,7 +7,9 @@ import random
 from pathlib import Path
 from typing import Any
 
+from compactbot.adapters.telegram_html import markdown_to_telegram_html
 from compactbot.bot.app import App
+from compactbot.bot.commands.quoting import code_span
 from tests.fakes.openai_server import Behaviour, FakeOpenAI, Reply
 from tests.harness import RecordingAdapter, endpoint_env, group_message, make_config, running_app
 
@@ -81,7 +83,7 @@ async def test_summary_model_gets_the_span_and_its_digest_is_returned(tmp_path: 
         before = await _snapshot(app)
         reply = await _ask(app, adapter, "/catchup billing")
         assert MODEL_DIGEST in reply
-        assert "about billing" in reply
+        assert "about `billing`" in reply
         prompt = str(llm.completions[-1]["messages"])
         assert DECISION in prompt and ACTION in prompt
         assert "billing" in prompt  # the topic is the focus
@@ -100,7 +102,7 @@ async def test_summary_is_rate_limited_per_member(tmp_path: Path) -> None:
         await app.gateway.handle(group_message("/summary @Bob", author="Dave"), adapter)
         await asyncio.wait_for(app.gateway.join(), 5)
         other = adapter.texts()[-1]
-        assert other.startswith("🧾 What you missed from Bob")
+        assert other.startswith("🧾 What you missed from `Bob`")
         assert "migration plan" in other
 
 
@@ -127,3 +129,23 @@ async def test_offline_digest_never_lists_the_bots_lines_or_commands_as_facts_or
     assert "offline mode" not in reply and "•" not in reply  # none of the bot's lines
     ask = reply.split("## Latest ask", 1)[1].split("\n## ", 1)[0]
     assert "/pin" not in ask and "what did Bob say about the invoice?" in ask
+
+
+async def test_a_topic_a_member_typed_is_echoed_as_text_never_as_a_link(tmp_path: Path) -> None:
+    adapter = RecordingAdapter()
+    async with running_app(make_config(tmp_path)) as app:
+        await _feed(app, adapter)
+        reply = await _ask(app, adapter, "/summary [click me](https://evil.example) **now**")
+    assert "about `[click me](https://evil.example) **now**`" in reply
+    # As Telegram shows it: the member's link and bold are literal text inside <code>.
+    html = markdown_to_telegram_html(reply.splitlines()[0])
+    assert "<a " not in html and "<b>" not in html
+    assert "<code>[click me](https://evil.example) **now**</code>" in html
+
+
+def test_a_code_span_holds_backticks_a_member_typed() -> None:
+    assert code_span("a `b` c") == "``a `b` c``"
+    assert code_span("`x`") == "`` `x` ``"
+    assert markdown_to_telegram_html(code_span("`[x](https://e.example)`")) == (
+        "<code>`[x](https://e.example)`</code>"
+    )
