@@ -39,6 +39,8 @@ log = logging.getLogger(__name__)
 
 # Picks up chats created since start-up and settings changed outside /config.
 RESYNC_MINUTES = 10
+# A chat's retention period holds whether or not it has an overnight window (SPEC 16).
+RETENTION_SWEEP_MINUTES = 60
 # A run missed by less than this (event loop blocked, machine suspended) still happens, once.
 MISFIRE_GRACE_SECONDS = 3600
 # Sessions that come due later in the window get another pass, but not more often than this.
@@ -48,6 +50,7 @@ SECONDS_PER_DAY = 86_400
 _WINDOW_JOB = "overnight:"
 _FOLLOW_UP_JOB = "overnight-follow-up:"
 _RESYNC_JOB = "overnight-resync"
+_RETENTION_JOB = "retention-sweep"
 
 __all__ = ["OvernightScheduler", "run_overnight"]
 
@@ -125,8 +128,16 @@ class OvernightScheduler:
             coalesce=True,
             max_instances=1,
         )
+        scheduler.add_job(
+            self.sweep_retention,
+            IntervalTrigger(minutes=RETENTION_SWEEP_MINUTES, timezone=UTC),
+            id=_RETENTION_JOB,
+            coalesce=True,
+            max_instances=1,
+        )
         self._gateway.settings_listeners.append(self.reschedule)
         await self.rebuild()
+        await self.sweep_retention()
 
     async def _pause(self) -> None:
         """No more jobs fire; passes in progress end at their next chat (they ask the lock)."""
@@ -174,7 +185,6 @@ class OvernightScheduler:
             return []
         self._running.add(chat_key)
         try:
-            await self._apply_retention(chat_key)
             found = await survey(self._services, self._now(), chat_keys=(chat_key,))
             attempts = await compact_candidates(
                 self._services,
@@ -194,13 +204,22 @@ class OvernightScheduler:
         finally:
             self._running.discard(chat_key)
 
-    async def _apply_retention(self, chat_key: str) -> None:
-        """Forget what is older than the chat's retention period (SPEC 16), before compacting."""
-        days = (await self._services.settings_for(chat_key)).retention_days
-        if days:
-            cutoff = self._now() - days * SECONDS_PER_DAY
-            forgotten = await self._services.store.forget_before(chat_key, cutoff)
-            log.info("retention forgot %d rows (chat=%s days=%d)", forgotten, chat_key, days)
+    async def sweep_retention(self) -> None:
+        """Forget, in every chat with a retention period, what is older than it (SPEC 16)."""
+        for chat in await self._services.store.list_chats():
+            if not self._leadership.is_leader:
+                return
+            days = (await self._services.settings_for(chat.key)).retention_days
+            if not days:
+                continue
+            try:
+                cutoff = self._now() - days * SECONDS_PER_DAY
+                forgotten = await self._services.store.forget_before(chat.key, cutoff)
+            except Exception:
+                log.exception("retention sweep failed (chat=%s)", chat.key)
+                continue
+            if forgotten:
+                log.info("retention forgot %d rows (chat=%s days=%d)", forgotten, chat.key, days)
 
     async def _fire(self, chat_key: str) -> None:
         # Our own task, not APScheduler's: stop() can cancel it and wait until it has finished.

@@ -292,7 +292,7 @@ class ChatDefaults(_Section):
     memory_scope: Literal["shared", "per_user"] = "shared"
     language: NonEmpty = "auto"  # "auto": the language the chat is written in
     system_prompt: NonEmpty | None = None  # None: gateway.persona alone
-    retention_days: Annotated[int, Field(ge=0)] = 0  # 0: keep; else the overnight job forgets
+    retention_days: Annotated[int, Field(ge=0)] = 0  # 0: keep; else the hourly sweep forgets
 
 
 def _bounds(key: str) -> AfterValidator:
