@@ -1,7 +1,7 @@
 """/forget (a member's own messages) and /purge (an admin's, by message or member): SPEC 16.
 
-Forgetting everything a member wrote asks for a confirmation first; it is held in this process
-for CONFIRM_SECONDS (a confirmation that reaches another worker asks again).
+Forgetting everything a member wrote asks for a confirmation first; the offer is kept in the
+store for CONFIRM_SECONDS, so the confirmation may reach any worker.
 """
 
 from __future__ import annotations
@@ -33,10 +33,6 @@ class CommandContext(Protocol):
     def host(self) -> _Host: ...
 
 
-# (chat key, member id) -> when the offer of /forget all expires
-_pending: dict[tuple[str, str], float] = {}
-
-
 async def forget(args: str, ctx: CommandContext) -> list[str]:
     message = ctx.message
     store = ctx.host.services.store
@@ -49,19 +45,23 @@ async def forget(args: str, ctx: CommandContext) -> list[str]:
         if not count:
             return ["Nothing to forget: that is not a message of yours that I stored."]
         return ["🧹 Forgotten: that message is gone from my history, search and memory."]
-    key = (message.chat_key, message.author_id)
+    # The offer is a notice window of the member's own: shared by every worker, and it expires.
+    offer = f"forget-offer:{message.chat_key}:{message.author_id}"
     if word == "all":
         count = await store.count_member_messages(message.chat_key, message.author_id)
         if not count:
             return ["I have nothing stored that you wrote in this chat."]
-        _pending[key] = now + CONFIRM_SECONDS
+        await store.notice_reset(offer)
+        await store.notice_first(offer, "all", CONFIRM_SECONDS, now)
         return [
             f"This erases all {count} messages you wrote in this chat from my history, search "
             "and memory. Send /forget confirm within 2 minutes to go ahead."
         ]
     if word == "confirm":
-        expires = _pending.pop(key, None)
-        if expires is None or expires < now:
+        # No open window means no offer (the one this call opens is withdrawn at once).
+        unoffered = await store.notice_first(offer, "all", CONFIRM_SECONDS, now)
+        await store.notice_reset(offer)
+        if unoffered:
             return ["Nothing to confirm. Send /forget all first."]
         count = await store.forget_member(message.chat_key, message.author_id)
         return [f"🧹 Forgotten: {count} stored messages of yours are gone from this chat."]
