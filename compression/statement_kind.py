@@ -48,7 +48,7 @@ _SMALL_TALK = re.compile(
     r"\b(?:a?ha(?:ha)+h?|hehe\w*|lol\w*|lmao|rofl|xd|jk)\b|"
     r"^(?:(?:yeah|yes|well|but|and|oh|so|like)[,!]?\s+)?(?:i\s+(?:think|guess|mean|feel|believe|"
     r"suppose|bet|wish)|maybe|probably|perhaps|because|cause|since|if|when|though|although|"
-    r"at\s+least|even\s+if|unless)\b",
+    r"at\s+least|even\s+if|unless|hopefully|i\s+hope|(?:i'?m|im)\s+sure)\b",
 )
 # A person's name (capitalised: read in the sentence as written), not a pronoun.
 _NAME = r"(?!(?:It|This|That|There|He|She|They|We|You|I|What|Who|Which|Here)\b)[A-Z][\w-]+"
@@ -102,18 +102,23 @@ _STRONG_RULE = re.compile(
     r"without\s+(?:\w+\s+)?(?:approval|sign-?off|permission|consent)|rule\s*:)|"
     r"不要|禁止|必须|务必|只能|不得|一定要|不准|不许|不可以|严禁|切勿|千万别|未经.{0,8}(?:批准|同意|允许)",
 )
-# A member asking someone to do something, or taking it on.
-_REQUEST = re.compile(
+# A member asking someone to do something …
+_ASK = re.compile(
     r"^(?:(?:hey|hi|ok|okay|so|and|also)[,!]?\s+)?(?:@?[\w-]+\s*,\s*)?"
     r"(?:(?:can|could)\s+(?:you|someone|somebody|anyone)|will\s+(?:someone|somebody|anyone)|"
-    r"please|pls|kindly|"
-    r"would\s+you\s+mind|remind\s+me|let'?s|let\s+us)\b|"
-    r"\b(?:i\s+need\s+you\s+to|i'?d\s+like\s+(?:you\s+|someone\s+)?to|i\s+would\s+like\s+(?:you\s+)?to|(?:can|could)\s+you\s+(?:please\s+)?\w+|"
-    r"(?:someone|somebody|anyone)\s+(?:needs?\s+to|should|has\s+to|must)|"
-    r"we\s+(?:need\s+to|should|have\s+to|'ll|will)|we'll|"
+    r"please|pls|kindly|would\s+you\s+mind|remind\s+me)\b|"
+    r"\b(?:i\s+need\s+you\s+to|i'?d\s+like\s+(?:you|someone|somebody)\s+to|"
+    r"i\s+would\s+like\s+(?:you|someone|somebody)\s+to|(?:can|could)\s+you\s+(?:please\s+)?\w+|"
+    r"(?:someone|somebody|anyone)\s+(?:needs?\s+to|should|has\s+to|must))\b|"
+    r"请你|请帮|帮我|帮忙|麻烦|你能不能|能不能帮|可以帮",
+)
+# … or taking it on for the group, which small talk also says ("maybe we will meet again").
+_PLEDGE = re.compile(
+    r"^(?:(?:hey|hi|ok|okay|so|and|also)[,!]?\s+)?(?:let'?s|let\s+us)\b|"
+    r"\b(?:we\s+(?:need\s+to|should|have\s+to|'ll|will)|we'll|"
     r"i'll|i\s+will|i'm\s+going\s+to|i\s+am\s+going\s+to|i\s+can\s+take|i'll\s+take|"
     r"todo|to-do|action\s+item)\b|"
-    r"请你|请帮|帮我|帮忙|麻烦|你能不能|能不能帮|可以帮|我来|我会|我负责",
+    r"我来|我会|我负责",
 )
 # What a named person must or will do ("Grace must approve", "Bob will write …"): the name
 # is told by its capital, so this one reads the sentence as written.
@@ -130,7 +135,7 @@ def statement_kind(sentence: str) -> FeatureKind | None:
     lowered = sentence.lower()
     if lowered.rstrip().endswith(("?", "？")):
         # A question sets no rule and states no taste; it may ask someone to do something.
-        return "action" if _REQUEST.search(lowered) else None
+        return "action" if _ASK.search(lowered) else None
     if _DECISION.search(lowered):
         return "decision"
     small_talk = _SMALL_TALK.search(lowered) is not None
@@ -144,7 +149,9 @@ def statement_kind(sentence: str) -> FeatureKind | None:
         return "rule"
     if named is not None and not (named["weak"] or named["strong"]):
         return "action"
-    return "action" if _REQUEST.search(lowered) else None
+    if _ASK.search(lowered) or (not small_talk and _PLEDGE.search(lowered)):
+        return "action"
+    return None
 
 
 def _long_enough(sentence: str) -> bool:

@@ -127,4 +127,7 @@ CHATTER = (
     "Why don't you come to the game?",
     "Would you pick flying or invisibility?",
     "Taken only has one season on the streaming site",
+    "Maybe we will meet in Arizona one day!",
+    "I think I'll have to go on a cruise this summer haha",
+    "I would like to read that novel someday.",
 )
