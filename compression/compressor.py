@@ -22,7 +22,6 @@ from compactbot.compression.message_counts import (
 from compactbot.compression.message_hints import checked_hints
 from compactbot.compression.plan import Plan, plan_compaction
 from compactbot.compression.prune import prune_tracked
-from compactbot.compression.redact import redaction_memo
 from compactbot.compression.result import CompressionResult, Outcome
 from compactbot.compression.saving import Saved, saving_output
 from compactbot.compression.state import CompressorState
@@ -183,20 +182,19 @@ class ContextCompressor(ContextEngine):
         hints = checked_hints(hints, len(messages))
         if memory is not None:
             self._memory, self._memory_body = memory, None
-        with redaction_memo():
-            return await self._compress(
-                messages,
-                counts,
-                hints,
-                counter,
-                focus_topic,
-                force,
-                pins,
-                urgent,
-                kinds,
-                sources,
-                reread,
-            )
+        return await self._compress(
+            messages,
+            counts,
+            hints,
+            counter,
+            focus_topic,
+            force,
+            pins,
+            urgent,
+            kinds,
+            sources,
+            reread,
+        )
 
     async def _compress(
         self,

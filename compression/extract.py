@@ -5,7 +5,6 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
-from functools import lru_cache
 from typing import Any
 
 from compactbot.compression.features import (
@@ -35,7 +34,6 @@ DONE_TOOL_CALLS_PER_SPAN = 16
 LATEST_ASK_MAX_CHARS = 600
 # What a line must weigh for the backup of exact values to keep it (fold._backup).
 BACKUP_MIN_WEIGHT = 3
-REDACTED_CACHE_TEXTS = 65_536
 READ_LIMIT_CHARS, READ_HEAD_CHARS, READ_TAIL_CHARS = 6_000, 4_000, 1_500
 LATEST_ASK_SUBJECT = "latest ask"
 _ERROR_WORDS = ("error", "failed", "failure", "exception", "traceback", "timed out", "fatal")
@@ -132,7 +130,7 @@ def extract_update(
                 MemoryEntry(
                     0,
                     "link",
-                    f"{redacted(link)} (shared by {speaker})",
+                    f"{redact(link)} (shared by {speaker})",
                     speaker=speaker,
                     date=date,
                     sources=sources,
@@ -141,14 +139,14 @@ def extract_update(
         for question in features.questions:
             questions.append(
                 MemoryEntry(
-                    0, "question", redacted(question), speaker=speaker, date=date, sources=sources
+                    0, "question", redact(question), speaker=speaker, date=date, sources=sources
                 )
             )
         for call in tool_calls or ():
             name, arguments = tool_call_parts(call)
             key = (name or "tool", tool_target(arguments))
             for reference in tool_references(arguments):
-                line = f"{redacted(reference)} (in a {key[0]} call)"
+                line = f"{redact(reference)} (in a {key[0]} call)"
                 additions.append(MemoryEntry(0, "link", line, date=date, sources=sources))
             calls.pop(key, None)
             call_id = str(call.get("id")) if isinstance(call, Mapping) else ""
@@ -241,12 +239,6 @@ def read_features(turn: Mapping[str, Any]) -> Features:
     return message_features(text, True) if members_words(turn, text) else NO_FEATURES
 
 
-@lru_cache(maxsize=REDACTED_CACHE_TEXTS)
-def redacted(text: str) -> str:
-    """What the memory keeps of a line: secrets never enter it (SPEC 6.5)."""
-    return redact(text)
-
-
 def _latest_ask(
     text: str, speaker: str, turn: Mapping[str, Any], source: str | None, at: float | None
 ) -> MemoryEntry:
@@ -254,7 +246,7 @@ def _latest_ask(
     return MemoryEntry(
         0,
         "topic",
-        redacted(clip(" ".join(text.split()), LATEST_ASK_MAX_CHARS)),
+        redact(clip(" ".join(text.split()), LATEST_ASK_MAX_CHARS)),
         subject=LATEST_ASK_SUBJECT,
         speaker=speaker,
         date=_date(at) if at is not None else turn_date(turn),
@@ -291,7 +283,7 @@ def _entry(
     return MemoryEntry(
         0,
         found.kind,
-        redacted(found.text),
+        redact(found.text),
         subject=subject,
         speaker=speaker,
         date=date or (today.isoformat() if found.kind == "action" else None),

@@ -4,14 +4,12 @@
 from __future__ import annotations
 
 import re
-from functools import lru_cache
 
 from compactbot.compression.line_subjects import split_label
 from compactbot.compression.salient import FILE_EXTENSIONS, FILE_NAME, has_digit
 from compactbot.compression.statement_kind import statement_kind
 
 # Lines weighed, remembered across calls: a line's weight depends on its text alone.
-WEIGHT_CACHE_TEXTS = 65_536
 # Exact values a summary must not lose: dates, amounts, codes mixing letters and digits.
 _STRONG_VALUE = re.compile(
     r"\d{4}-\d{2}-\d{2}|[$€£¥₽]\s?\d|\d\s?(?:€|eur|usd|gbp)\b|\d{1,3}(?:,\d{3})+|"
@@ -39,7 +37,6 @@ CURRENCIES = ("€", "£", "¥", "₽")
 FILE_EXTENSION = re.compile(rf"\.(?:{FILE_EXTENSIONS})\b")
 
 
-@lru_cache(maxsize=WEIGHT_CACHE_TEXTS)
 def text_weight(text: str) -> int:
     """How much a summary loses without this line: exact values, labels, "remember" markers,
     and a rule set for the group."""

@@ -10,10 +10,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
-from functools import lru_cache
 from typing import Literal, get_args
 
-NORM_CACHE_TEXTS = 65_536
 _NOT_ALNUM = re.compile(r"[\W_]+")
 
 EntryKind = Literal[
@@ -125,7 +123,6 @@ class Memory:
         return replace(self, reread=tuple(dict.fromkeys([*self.reread, *ids])))
 
 
-@lru_cache(maxsize=NORM_CACHE_TEXTS)
 def norm_text(text: str) -> str:
     """Letters and digits only, lowercased: two wordings that differ in spacing are one entry."""
     return _NOT_ALNUM.sub("", text.lower())

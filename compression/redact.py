@@ -7,9 +7,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager
-from contextvars import ContextVar
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -225,37 +223,11 @@ def may_hold_secret(text: str, lowered: str | None = None) -> bool:
     return any(rule.may_match(probe) for rule in RULES)
 
 
-# One compress() call's memo (text -> redacted text), so no text is redacted twice in it.
-_memo: ContextVar[dict[str, str] | None] = ContextVar("redaction_memo", default=None)
-
-
-@contextmanager
-def redaction_memo() -> Iterator[None]:
-    """Within this block every text is redacted once; an enclosing memo is reused."""
-    if _memo.get() is not None:
-        yield
-        return
-    token = _memo.set({})
-    try:
-        yield
-    finally:
-        _memo.reset(token)
-
-
 def redact(text: str) -> str:
     """`text` with every recognised secret replaced by [REDACTED]."""
-    # The gate first: a clean text (most of them) is neither hashed nor remembered; storing
-    # each one costs more than gating again the few a call reads twice.
     if not text or not may_hold_secret(text):
         return text
-    memo = _memo.get()
-    if memo is None:
-        return _substituted(text)
-    done = memo.get(text)
-    if done is None:
-        done = memo[text] = _substituted(text)
-        memo.setdefault(done, done)  # redaction is idempotent: its output needs no second pass
-    return done
+    return _substituted(text)
 
 
 def _substituted(text: str) -> str:

@@ -9,7 +9,7 @@ import pytest
 
 from compactbot.compression import CompressorConfig, ContextCompressor
 from compactbot.compression.message_hints import HintsError, message_hints
-from compactbot.compression.redact import redact, redaction_memo
+from compactbot.compression.redact import redact
 from compactbot.compression.summarizer import SummaryRequest
 from compactbot.compression.summary_chunks import summary_chunks
 from compactbot.compression.summary_input import chunk_turns, participants, summary_turns
@@ -23,13 +23,12 @@ SEEDS = (1, 2, 3, 4, 5)
 @pytest.mark.parametrize("max_chars", (4_000, 20_000, 10**9))
 def test_chunks_equal_the_plain_steps(seed: int, max_chars: int) -> None:
     turns = seeded_chat(seed)
-    with redaction_memo():
-        expected = chunk_turns(summary_turns(turns), max_chars)
-        for hints in (None, [message_hints(m) for m in turns]):
-            chunks = summary_chunks(turns, max_chars, hints)
-            assert [c.turns for c in chunks] == expected
-            assert [list(c.participants) for c in chunks] == [participants(t) for t in expected]
-            assert [c.end - c.start for c in chunks] == [len(t) for t in expected]
+    expected = chunk_turns(summary_turns(turns), max_chars)
+    for hints in (None, [message_hints(m) for m in turns]):
+        chunks = summary_chunks(turns, max_chars, hints)
+        assert [c.turns for c in chunks] == expected
+        assert [list(c.participants) for c in chunks] == [participants(t) for t in expected]
+        assert [c.end - c.start for c in chunks] == [len(t) for t in expected]
 
 
 class _Recording:
