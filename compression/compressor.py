@@ -12,7 +12,6 @@ from typing import Any
 from compactbot.compression import breaker
 from compactbot.compression.engine import ContextEngine
 from compactbot.compression.fold import Span, middle_span
-from compactbot.compression.lazy_counts import LazyCounts
 from compactbot.compression.memory import Memory, MessageSource
 from compactbot.compression.message_counts import (
     input_counts,
@@ -163,9 +162,8 @@ class ContextCompressor(ContextEngine):
         """Compact `messages`; never raises for summarizer failures, never mutates the input.
 
         `token_counts`: one count per message (the store's); those messages are not tokenized
-        again. Raises TokenCountsError when they do not fit the messages. Without them, each
-        message the call keeps is counted once and those it summarises are estimated, so
-        `tokens_before` is then an estimate (counted in full when too close to call).
+        again. Raises TokenCountsError when they do not fit the messages. Without them, every
+        message is counted (off the event loop).
         `current_tokens` is accepted for API stability; decisions use local counts only.
         `memory` is the session's memory (default: this compressor's own); `kinds` marks the
         caller's summary rows ("summary"), so no text is taken for one by its wording;
@@ -295,7 +293,7 @@ class ContextCompressor(ContextEngine):
         if strike:
             self._state = breaker.record_strike(self._state, now)
         log.info("compaction session=%s outcome=%s reason=%s", self._session_id, outcome, error)
-        before = await asyncio.to_thread(_total, counts)
+        before = await asyncio.to_thread(sum, counts)
         return CompressionResult(
             messages=await asyncio.to_thread(lambda: [dict(m) for m in messages]),
             summary=None,
@@ -369,7 +367,3 @@ def _prompt_tokens(usage: Any) -> int:
     if value is None and usage is not None and not isinstance(usage, Mapping):
         value = getattr(usage, "prompt_tokens", None)
     return value if isinstance(value, int) and not isinstance(value, bool) else 0
-
-
-def _total(counts: Sequence[int]) -> int:
-    return counts.exact_total() if isinstance(counts, LazyCounts) else sum(counts)

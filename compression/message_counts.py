@@ -7,18 +7,21 @@ Only what a phase really changed, or a message nobody counted, goes to the token
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from compactbot.compression.lazy_counts import LazyCounts, estimated_count
 from compactbot.compression.tokens import (
     CHARS_PER_TOKEN_ESTIMATE,
     MESSAGE_OVERHEAD_TOKENS,
     MessageCounter,
     TokenCounter,
 )
+from compactbot.compression.transcript import content_text
 
 Message = Mapping[str, Any]
+# Chars per token by role; "" for any other role.
+Densities = dict[str, float]
 # What count_message() reads of a message besides its content.
 _COUNTED_BESIDES_CONTENT = ("tool_calls", "name", "tool_call_id")
 
@@ -29,10 +32,10 @@ class TokenCountsError(ValueError):
 
 def input_counts(
     messages: Sequence[Message], token_counts: Sequence[int] | None, counter: MessageCounter
-) -> list[int] | LazyCounts:
-    """One count per message: the caller's, checked, or each message counted when first read."""
+) -> list[int]:
+    """One count per message: the caller's, checked, or each message counted."""
     if token_counts is None:
-        return LazyCounts(messages, lambda index: counter.count_message(messages[index]))
+        return [counter.count_message(message) for message in messages]
     counts = list(token_counts)
     if len(counts) != len(messages):
         raise TokenCountsError(
@@ -51,14 +54,8 @@ def recounted(
     counts: Sequence[int],
     changed: Iterable[int],
     counter: MessageCounter,
-) -> list[int] | LazyCounts:
+) -> list[int]:
     """`counts` with the messages at the `changed` positions counted afresh."""
-    if isinstance(counts, LazyCounts):
-        fresh = set(changed)
-        return LazyCounts(
-            messages,
-            lambda i: counter.count_message(messages[i]) if i in fresh else counts[i],
-        )
     out = list(counts)
     for index in changed:
         out[index] = counter.count_message(messages[index])
@@ -74,21 +71,33 @@ def summarised_tokens(
     chars_per_token: float = CHARS_PER_TOKEN_ESTIMATE,
 ) -> int:
     """Tokens of `messages[start:end]`: their counts, except at the `estimated` positions,
-    whose characters are taken at `chars_per_token` (lazy counts: every one not counted yet,
-    at the density of the counted messages of its role). A summarised message is never kept, so
-    its size only steers the summary's budget: not worth a pass of the tokenizer."""
-    if isinstance(counts, LazyCounts):
-        counts.sample(start, end)
-        densities = counts.densities()
-        again = {i for i in estimated if start <= i < end}
-        total = counts.range_total(start, end, densities, again)
-        return total + sum(estimated_count(messages[i], densities) for i in again)
+    whose characters are taken at `chars_per_token`. A summarised message is never kept, so its
+    size only steers the summary's budget: not worth a pass of the tokenizer."""
     total = sum(counts[start:end])
     densities = {"": chars_per_token}
     for index in estimated:
         if start <= index < end:
             total += estimated_count(messages[index], densities) - counts[index]
     return total
+
+
+def estimated_count(message: Message, densities: Densities) -> int:
+    """`count_message` estimated from the message's characters at its role's density."""
+    density = densities.get(str(message.get("role"))) or densities[""]
+    return MESSAGE_OVERHEAD_TOKENS + int(message_chars(message) / density + 0.5)
+
+
+def message_chars(message: Message) -> int:
+    """The characters of every part `count_message` counts (a tool call as the JSON it counts)."""
+    content = message.get("content")
+    chars = len(content) if type(content) is str else len(content_text(content))
+    for call in message.get("tool_calls") or ():
+        chars += len(json.dumps(call, ensure_ascii=False, sort_keys=True, default=str))
+    for key in ("name", "tool_call_id"):
+        value = message.get(key)
+        if isinstance(value, str):
+            chars += len(value)
+    return chars
 
 
 def assembled_total(

@@ -9,7 +9,6 @@ from typing import Any
 
 from compactbot.compression.boundaries import Boundaries, plan_boundaries
 from compactbot.compression.handoff import take_handoffs
-from compactbot.compression.lazy_counts import LazyCounts
 from compactbot.compression.memory import Memory
 from compactbot.compression.thresholds import CompressorConfig
 from compactbot.compression.tokens import MessageCounter
@@ -42,12 +41,7 @@ def plan_compaction(
     working = handoff.messages
     sources = handoff.sources
     if not handoff.bodies:  # nothing taken out: the messages and counts as they are
-        tokens: Sequence[int] = counts if isinstance(counts, LazyCounts) else list(counts)
-    elif isinstance(counts, LazyCounts):
-        tokens = LazyCounts(
-            working,
-            lambda i: counts[sources[i]] if sources[i] >= 0 else counter.count_message(working[i]),
-        )
+        tokens: Sequence[int] = list(counts)
     else:
         tokens = [
             counts[source] if source >= 0 else counter.count_message(message)

@@ -11,7 +11,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from compactbot.compression.assemble import assembled
-from compactbot.compression.lazy_counts import tokens_before
 from compactbot.compression.memory_render import Rendered
 from compactbot.compression.message_counts import assembled_total
 from compactbot.compression.summary_step import Summary
@@ -48,7 +47,7 @@ def saving_output(
     for _ in range(FIT_ATTEMPTS):
         output = assembled(head, rendered.body, tail)
         after = assembled_total(output.messages, output.sources, kept, kept_tokens, counter)
-        before = tokens_before(counts, after)
+        before = sum(counts)
         if after < before:
             return Saved(output.messages, rendered, before, after)
         smaller = summary.render(counter.count_text(rendered.body) - (after - before) - 1)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from collections import Counter
 from collections.abc import Mapping
 from typing import Any
 
@@ -64,28 +63,7 @@ async def test_stored_messages_are_not_tokenized_when_counts_are_given() -> None
     assert 0 < len(counter.messages) <= 4
 
 
-async def test_without_counts_what_is_kept_is_counted_once_and_the_middle_on_a_sample() -> None:
-    from compactbot.compression.lazy_counts import DENSITY_SAMPLES
-    from tests.compression.seeded_chats import seeded_chat
-
-    chat = seeded_chat(7, turns=400)
-    counter = RecordingCounter()
-    config = CompressorConfig(context_length=8_192, protect_first_n=2, protect_last_n=4)
-    result = await ContextCompressor(config, None, counter=counter).compress(chat, force=True)
-    assert result.changed
-    copies = Counter(
-        index for m in counter.messages for index, s in enumerate(chat) if _same_values(m, s)
-    )
-    assert set(copies.values()) == {1}
-    kept = {index for m in result.messages for index, s in enumerate(chat) if _same_values(m, s)}
-    assert kept <= set(copies)
-    # Past what is kept (and what the tail's walk reads beyond it, up to half as much again),
-    # only a sample of the middle is tokenized, for its densities; the rest is estimated.
-    assert len(copies) - len(kept) <= len(kept) + DENSITY_SAMPLES
-    assert len(copies) < len(chat) / 4
-
-
-async def test_without_counts_the_result_is_the_same_and_the_input_estimated() -> None:
+async def test_without_counts_the_result_is_the_same_and_every_message_counted() -> None:
     chat = _chat()
     counted = await ContextCompressor(CONFIG, PerfectSummarizer()).compress(chat)
     given = await ContextCompressor(CONFIG, PerfectSummarizer()).compress(
@@ -93,21 +71,7 @@ async def test_without_counts_the_result_is_the_same_and_the_input_estimated() -
     )
     assert given.messages == counted.messages
     assert given.tokens_after == counted.tokens_after
-    assert abs(counted.tokens_before - given.tokens_before) <= 0.1 * given.tokens_before
-
-
-async def test_without_counts_a_close_call_is_counted_exactly() -> None:
-    from compactbot.compression.lazy_counts import LazyCounts, tokens_before
-
-    chat = _chat()
-    exact = sum(_stored_counts(chat))
-    counter = TokenCounter(None, cache_entries=0)
-    lazy = LazyCounts(chat, lambda i: counter.count_message(chat[i]))
-    lazy[len(chat) - 1]  # one message read, the others only estimated
-    estimate = lazy.estimated_total()
-    assert estimate != exact
-    assert tokens_before(lazy, 1) == estimate
-    assert tokens_before(lazy, estimate) == exact  # as large as the input: was anything saved?
+    assert counted.tokens_before == given.tokens_before
 
 
 async def test_the_callers_counts_are_the_ones_used() -> None:
@@ -145,8 +109,7 @@ async def test_a_pruned_result_in_the_middle_is_estimated_not_tokenized() -> Non
 
 
 def test_an_estimate_reads_every_counted_part_of_a_message() -> None:
-    from compactbot.compression.lazy_counts import estimated_count
-    from compactbot.compression.message_counts import summarised_tokens
+    from compactbot.compression.message_counts import estimated_count, summarised_tokens
 
     call = {"id": "c1", "function": {"name": "read_file", "arguments": '{"path": "a.py"}'}}
     message = {"role": "assistant", "content": "x" * 40, "tool_calls": [call]}
@@ -158,37 +121,6 @@ def test_an_estimate_reads_every_counted_part_of_a_message() -> None:
     messages = [message] * 3
     estimate = estimated_count(message, {"": 4.0})
     assert summarised_tokens(messages, [100, 100, 100], 0, 2, [1, 2]) == 100 + estimate
-
-
-def test_a_message_estimated_then_counted_is_summed_once() -> None:
-    from compactbot.compression.lazy_counts import LazyCounts
-
-    chat = _chat()
-    counter = TokenCounter(None, cache_entries=0)
-    lazy = LazyCounts(chat, lambda i: counter.count_message(chat[i]))
-    lazy[0]
-    densities = {"": lazy.chars_per_token()}
-    estimates = [lazy.known_or_estimated(i, densities) for i in range(len(chat))]
-    assert lazy.estimated_total() == sum(estimates)
-    lazy[3]  # estimated above, counted now
-    assert lazy.estimated_total() == sum(estimates) - estimates[3] + lazy[3]
-    assert lazy[:] == _stored_counts(chat) and lazy.exact_total() == sum(_stored_counts(chat))
-
-
-def test_a_range_is_summed_as_message_by_message() -> None:
-    from compactbot.compression.lazy_counts import LazyCounts
-
-    chat = _chat()
-    counter = TokenCounter(None, cache_entries=0)
-    one, other = (LazyCounts(chat, lambda i: counter.count_message(chat[i])) for _ in "ab")
-    for lazy in (one, other):
-        lazy[2], lazy[len(chat) - 1]
-    densities = one.densities()
-    skip = {4, 5}
-    start, end = 1, len(chat) - 1
-    expected = sum(one.known_or_estimated(i, densities) for i in range(start, end) if i not in skip)
-    assert other.range_total(start, end, densities, skip) == expected
-    assert other.estimated_total() == one.estimated_total()  # the same estimates were kept
 
 
 @pytest.mark.parametrize("seed", (1, 2, 3, 4, 5))
@@ -210,14 +142,11 @@ async def test_without_counts_the_same_messages_are_kept(
     assert given.outcome == counted.outcome
     assert given.outcome in ("compressed", "fallback")
     assert given.messages_summarised == counted.messages_summarised
-    # Head and tail are the same messages; only the summary's budget came from an estimate.
+    # Counting every message gives the store's counts: the same head, tail and sizes.
     kept = [m for m in given.messages if "[CONTEXT COMPACTION" not in str(m.get("content"))]
     again = [m for m in counted.messages if "[CONTEXT COMPACTION" not in str(m.get("content"))]
     assert kept[1:] == again[1:]
-    # An estimate at each role's density, measured on the tail and a sample of the middle:
-    # these chats mix secrets, JSON calls, long and non-ASCII texts (the tail's density alone
-    # was up to 15 % off).
-    assert abs(counted.tokens_before - given.tokens_before) <= 0.1 * given.tokens_before
+    assert counted.tokens_before == given.tokens_before
 
 
 @given(
@@ -228,7 +157,7 @@ async def test_without_counts_the_same_messages_are_kept(
 def test_a_calls_characters_are_those_of_the_json_that_is_counted(
     name: str, arguments: str, ident: str
 ) -> None:
-    from compactbot.compression.lazy_counts import message_chars
+    from compactbot.compression.message_counts import message_chars
 
     call = {"id": ident, "type": "function", "function": {"name": name, "arguments": arguments}}
     message = {"role": "assistant", "content": None, "tool_calls": [call]}
