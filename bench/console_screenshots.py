@@ -35,6 +35,8 @@ CHATS = (
     ("telegram:-1009876", "Support rota", 5, 12_900),
 )
 BREAKER_PAUSE_SECONDS = 300
+# The last chat's pins outgrow the summary's cap, so the overview shows that warning.
+ROTA_PIN = "Rota rule {i}: whoever holds the pager on {i} hands it over in the #support channel."
 
 
 async def _shoot(page: Any, name: str) -> None:
@@ -73,6 +75,11 @@ async def main() -> None:
                     seeded.session_id, replace(state, last_prompt_tokens=prompt, pause_until=paused)
                 )
             await store.set_chat_setting(CHATS[0][0], "daily_token_budget", "20000")
+            rota = CHATS[-1][0]
+            settings = app.services.compaction_settings(await app.services.settings_for(rota))
+            pin_tokens = app.services.counter.count_text(ROTA_PIN.format(i=0))
+            for i in range(settings.memory_cap_tokens // pin_tokens + 1):
+                await store.add_pin(rota, ROTA_PIN.format(i=i), "Dana")
             await app.start_operator_endpoint(doctor=doctor_for(app.config))
             await _pages(f"http://127.0.0.1:{PORT}", CHATS[0][0])
 
@@ -96,8 +103,12 @@ async def _pages(base: str, chat: str) -> None:
         row = page.get_by_role("row").filter(has_text="Never deploy on Fridays.")
         await row.get_by_role("link").click()
         await _shoot(page, "sources")
-        await page.goto(base + chat_url(chat, "search", q="PostgreSQL"))
+        # Members' notes, not the summary row, so the purge buttons show in the first screenful.
+        await page.goto(base + chat_url(chat, "search", q="is green"))
         await _shoot(page, "search")
+        hit = page.locator("ol.messages li").filter(has_text="[Bob]").first
+        await hit.get_by_role("button", name="Purge everything Bob wrote…").click()
+        await _shoot(page, "purge")
         await page.goto(base + chat_url(chat, "settings"))
         await page.get_by_label("New value of threshold").fill("0.6")
         await page.locator("#setting-threshold").get_by_role("button", name="Save").click()

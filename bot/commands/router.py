@@ -15,7 +15,8 @@ from typing import Protocol
 from compactbot.bot.commands.catchup import catchup
 from compactbot.bot.commands.console_link import console_link
 from compactbot.bot.commands.forget import forget, purge
-from compactbot.bot.commands.status_report import must_show_over_cap, status_text, usage_text
+from compactbot.bot.commands.status_report import status_text, usage_text
+from compactbot.bot.compaction.memory_cap import memory_over_cap
 from compactbot.bot.compaction.report import CompactionReport, ReportSink
 from compactbot.bot.events import Adapter, DeliveryError, InboundMessage, ReplyTarget
 from compactbot.bot.i18n import language_for, localize
@@ -116,8 +117,7 @@ async def _status(args: str, ctx: CommandContext) -> list[str]:
     events = await store.list_compression_events(chat_key=session.chat_key, limit=20)
     last = next((e for e in events if e.outcome in ("compressed", "fallback")), None)
     memory = await store.load_memory(session.id)
-    pins = [p.text for p in await store.list_pins(session.chat_key)]
-    config = services.compaction_settings(ctx.settings)
+    over_cap = await memory_over_cap(services, ctx.settings, memory, session.chat_key)
     return [
         status_text(
             session,
@@ -129,7 +129,7 @@ async def _status(args: str, ctx: CommandContext) -> list[str]:
             last_compaction=last,
             now=services.clock(),
             memory_counts=memory.counts(),
-            memory_over_cap=must_show_over_cap(memory, pins, config, services.counter),
+            memory_over_cap=over_cap,
         )
     ]
 

@@ -5,10 +5,9 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Mapping, Sequence
 
+from compactbot.bot.compaction.memory_cap import MemoryOverCap
 from compactbot.bot.store.base import CompressionEvent, SessionRecord, UsageRow
-from compactbot.compression import CompressorConfig, Memory, compute_threshold_tokens
-from compactbot.compression.memory_render import must_show_tokens
-from compactbot.compression.tokens import MessageCounter
+from compactbot.compression import compute_threshold_tokens
 
 GAUGE_WIDTH = 20
 
@@ -34,7 +33,7 @@ def status_text(
     last_compaction: CompressionEvent | None,
     now: float,
     memory_counts: Mapping[str, int] | None = None,
-    memory_over_cap: tuple[int, int] | None = None,
+    memory_over_cap: MemoryOverCap | None = None,
 ) -> str:
     state = session.compressor
     used = max(state.last_prompt_tokens, session.active_tokens)
@@ -51,10 +50,10 @@ def status_text(
         "Memory: " + (memory_line(memory_counts) if memory_counts else "nothing remembered yet"),
     ]
     if memory_over_cap is not None:
-        need, cap = memory_over_cap
         lines.append(
-            f"⚠️ Pins, rules, preferences and open action items need {need:,} tokens, over the "
-            f"summary's cap of {cap:,}: the summary shows what fits, recall finds the rest"
+            f"⚠️ Pins, rules, preferences and open action items need {memory_over_cap.need:,} "
+            f"tokens, over the summary's cap of {memory_over_cap.cap:,}: the summary shows what "
+            "fits, recall finds the rest"
         )
     if last_compaction is not None:
         lines.append(
@@ -73,14 +72,6 @@ def status_text(
     else:
         lines.append("Breaker: ok")
     return "\n".join(lines)
-
-
-def must_show_over_cap(
-    memory: Memory, pins: Sequence[str], config: CompressorConfig, counter: MessageCounter
-) -> tuple[int, int] | None:
-    """(tokens needed, cap) when the must-show entries outgrow the summary's cap (SPEC 6.11)."""
-    need = must_show_tokens(memory, count_tokens=counter.count_text, pins=pins)
-    return (need, config.memory_cap_tokens) if need > config.memory_cap_tokens else None
 
 
 # How /status names each kind of memory entry (SPEC 6.11), singular and plural.

@@ -20,6 +20,7 @@ import pytest
 
 from compactbot.bot.app import App
 from compactbot.bot.llm.offline_model import OfflineModel
+from compactbot.bot.operators.console.urls import chat_url
 from compactbot.bot.operators.doctor import doctor_for
 from tests.console.seed import SeededChat, seed_chat
 from tests.fakes.fixtures import free_port  # noqa: F401  (pytest fixture)
@@ -84,6 +85,27 @@ class Console:
             if found is not None and target.chat_id == author_id:
                 return found.group(0)
         raise AssertionError(f"no private link sent: {self.adapter.sent[before:]}")
+
+
+async def operator_page(console: Console, browser: Any) -> Any:
+    """A new browser context signed in with the operator token, on the overview."""
+    page = await (await browser.new_context()).new_page()
+    await page.goto(console.url("/console/"))
+    # Redirected to the sign-in form, whose token field takes the focus: keyboard only.
+    await page.wait_for_function("document.activeElement && document.activeElement.id === 'token'")
+    await page.keyboard.type(TOKEN)
+    await page.keyboard.press("Enter")
+    await page.wait_for_url(console.url("/console/"))
+    return page
+
+
+async def admin_page(console: Console, browser: Any, link: str) -> Any:
+    """A new browser context signed in through a chat admin's one-time link, on that chat."""
+    page = await (await browser.new_context()).new_page()
+    await page.goto(link)
+    await page.get_by_role("button", name="Sign in").click()
+    await page.wait_for_url(console.url(chat_url(CHAT_A)))
+    return page
 
 
 @pytest.fixture

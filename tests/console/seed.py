@@ -17,6 +17,8 @@ from compactbot.compression.state import CompressorState
 APPEND_BATCH = 1000
 MESSAGE_SPACING_SECONDS = 30
 LIVE_TAIL = 12
+# Members' messages carry platform ids as the adapters store them: a purge names one by its id.
+FIRST_PLATFORM_ID = 5001
 # What the seeded compaction's summary cost: two calls (a long span), 5,432 tokens.
 SEED_SUMMARY_CALLS, SEED_SUMMARY_COST = 2, 5_432
 
@@ -93,6 +95,7 @@ async def seed_chat(
             12,
             author_id=uid,
             author_name=name,
+            platform_message_id=str(FIRST_PLATFORM_ID + i),
             created_at=first + i * MESSAGE_SPACING_SECONDS,
         )
         for i, (uid, name, text) in enumerate(TALK)
@@ -107,6 +110,7 @@ async def seed_chat(
                 14,
                 author_id=uid,
                 author_name=name,
+                platform_message_id=str(FIRST_PLATFORM_ID + len(TALK) + i),
                 created_at=first + (len(TALK) + i) * MESSAGE_SPACING_SECONDS,
             )
         )

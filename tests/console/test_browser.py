@@ -5,30 +5,11 @@ from __future__ import annotations
 from typing import Any
 
 from compactbot.bot.operators.console.urls import chat_url
-from tests.console.conftest import CHAT_A, CHAT_B, OPERATOR, TOKEN, Console
-
-
-async def _operator_page(console: Console, browser: Any) -> Any:
-    page = await (await browser.new_context()).new_page()
-    await page.goto(console.url("/console/"))
-    # Redirected to the sign-in form, whose token field takes the focus: keyboard only.
-    await page.wait_for_function("document.activeElement && document.activeElement.id === 'token'")
-    await page.keyboard.type(TOKEN)
-    await page.keyboard.press("Enter")
-    await page.wait_for_url(console.url("/console/"))
-    return page
-
-
-async def _admin_page(console: Console, browser: Any, link: str) -> Any:
-    page = await (await browser.new_context()).new_page()
-    await page.goto(link)
-    await page.get_by_role("button", name="Sign in").click()
-    await page.wait_for_url(console.url(chat_url(CHAT_A)))
-    return page
+from tests.console.conftest import CHAT_A, CHAT_B, OPERATOR, Console, admin_page, operator_page
 
 
 async def test_operator_signs_in_and_opens_every_page(console: Console, browser: Any) -> None:
-    page = await _operator_page(console, browser)
+    page = await operator_page(console, browser)
     assert await page.get_by_role("heading", name="Overview").is_visible()
     assert await page.get_by_role("link", name="Platform team").is_visible()
     assert await page.get_by_role("link", name="Design guild").is_visible()
@@ -66,7 +47,7 @@ async def test_operator_signs_in_and_opens_every_page(console: Console, browser:
 async def test_memory_entry_links_to_its_archived_source_messages(
     console: Console, browser: Any
 ) -> None:
-    page = await _operator_page(console, browser)
+    page = await operator_page(console, browser)
     await page.goto(console.url(chat_url(CHAT_A, "memory")))
     row = page.get_by_role("row").filter(has_text="Never deploy on Fridays.")
     await row.get_by_role("link", name="messages: 1").click()
@@ -78,7 +59,7 @@ async def test_memory_entry_links_to_its_archived_source_messages(
 async def test_chat_admin_changes_a_setting_within_bounds_and_is_refused_outside(
     console: Console, browser: Any
 ) -> None:
-    page = await _admin_page(console, browser, await console.admin_link())
+    page = await admin_page(console, browser, await console.admin_link())
     await page.goto(console.url(chat_url(CHAT_A, "settings")))
     await page.get_by_label("New value of threshold").fill("0.6")
     await page.locator("#setting-threshold").get_by_role("button", name="Save").click()
@@ -96,7 +77,7 @@ async def test_chat_admin_changes_a_setting_within_bounds_and_is_refused_outside
 
 
 async def test_post_without_csrf_token_is_refused(console: Console, browser: Any) -> None:
-    page = await _operator_page(console, browser)
+    page = await operator_page(console, browser)
     response = await page.request.post(
         console.url(chat_url(CHAT_A, "settings")), form={"key": "threshold", "value": "0.5"}
     )
@@ -106,7 +87,7 @@ async def test_post_without_csrf_token_is_refused(console: Console, browser: Any
 
 
 async def test_chat_admin_link_is_refused_for_another_chat(console: Console, browser: Any) -> None:
-    page = await _admin_page(console, browser, await console.admin_link())
+    page = await admin_page(console, browser, await console.admin_link())
     response = await page.goto(console.url(chat_url(CHAT_B)))
     assert response.status == 403
     assert "You may not see this chat." in await page.get_by_role("alert").inner_text()
@@ -119,7 +100,7 @@ async def test_chat_admin_link_is_refused_for_another_chat(console: Console, bro
 
 async def test_one_time_link_is_refused_the_second_time(console: Console, browser: Any) -> None:
     link = await console.admin_link()
-    await _admin_page(console, browser, link)
+    await admin_page(console, browser, link)
     page = await (await browser.new_context()).new_page()
     await page.goto(link)
     await page.get_by_role("button", name="Sign in").click()
@@ -129,7 +110,7 @@ async def test_one_time_link_is_refused_the_second_time(console: Console, browse
 
 
 async def test_audit_rows_show_who_changed_what(console: Console, browser: Any) -> None:
-    page = await _operator_page(console, browser)
+    page = await operator_page(console, browser)
     await page.goto(console.url(chat_url(CHAT_B, "settings")))
     await page.get_by_label("New value of daily_token_budget").fill("250000")
     await page.locator("#setting-daily_token_budget").get_by_role("button", name="Save").click()
@@ -140,7 +121,7 @@ async def test_audit_rows_show_who_changed_what(console: Console, browser: Any) 
 
 
 async def test_language_switch_shows_the_pages_in_chinese(console: Console, browser: Any) -> None:
-    page = await _operator_page(console, browser)
+    page = await operator_page(console, browser)
     await page.get_by_role("link", name="中文").click()
     assert await page.get_by_role("heading", name="概览").is_visible()
     await page.get_by_role("link", name="Platform team").click()
@@ -148,7 +129,7 @@ async def test_language_switch_shows_the_pages_in_chinese(console: Console, brow
 
 
 async def test_skip_link_is_the_first_stop_of_the_keyboard(console: Console, browser: Any) -> None:
-    page = await _operator_page(console, browser)
+    page = await operator_page(console, browser)
     await page.keyboard.press("Tab")
     focused = await page.evaluate("document.activeElement.textContent")
     assert focused == "Skip to content"

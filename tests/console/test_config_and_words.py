@@ -10,6 +10,7 @@ import pytest
 
 from compactbot.bot.operators.console.catalog import CHINESE_TEXTS
 from compactbot.bot.operators.console.i18n import translator
+from compactbot.bot.operators.console.views.purge import PURGE_ACTION
 from compactbot.bot.operators.console.views.usage import PURPOSE_LABELS
 from compactbot.bot.operators.log_redaction import config_secrets
 from compactbot.bot.settings.config import DEFAULT_CONSOLE_LISTEN, ConfigError
@@ -26,6 +27,7 @@ DYNAMIC = (
     "sign in",
     "setting",
     "sign-in link issued",
+    PURGE_ACTION,
 )
 
 

@@ -212,3 +212,21 @@ async def test_a_chat_admin_cannot_post_an_operator_only_setting(proxied: tuple[
         assert refused.status == 400
         assert "daily_token_budget can only be changed by an operator" in await refused.text()
     assert "daily_token_budget" not in await app.services.store.get_chat_settings(CHAT_A)
+
+
+async def test_overview_and_chat_page_warn_when_pins_outgrow_the_memory_cap(
+    proxied: tuple[App, str],
+) -> None:
+    app, base = proxied
+    services = app.services
+    cap = services.compaction_settings(await services.settings_for(CHAT_A)).memory_cap_tokens
+    pin = "Rule {i}: never ship crate {i} before the signed customs form reaches Grace, today."
+    async with aiohttp.ClientSession(cookie_jar=aiohttp.CookieJar(unsafe=True)) as http:
+        await _sign_in(http, base, "http")
+        assert "Must-show memory" not in await (await http.get(f"{base}/console/")).text()
+        for i in range(cap // services.counter.count_text(pin.format(i=0)) + 1):
+            await services.store.add_pin(CHAT_A, pin.format(i=i), "alice")
+        overview = await (await http.get(f"{base}/console/")).text()
+        chat = await (await http.get(f"{base}{chat_url(CHAT_A)}")).text()
+    assert f"over the cap of {cap:,}" in overview
+    assert f"cap of {cap:,}: the summary shows what fits" in chat

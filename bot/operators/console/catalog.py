@@ -98,6 +98,44 @@ CHINESE_TEXTS: dict[str, str] = {
     "Purpose": "用途", "Tokens": "Tokens", "Model calls": "模型调用", "Per chat": "按聊天",
     "Per day": "按天", "Day": "日期", "{a} tokens, {b} calls": "{a} tokens，{b} 次调用",
     "replies": "回复", "summaries": "摘要", "media": "媒体",
+    # purge (SPEC 16)
+    "Forget and purge": "遗忘与清除", "Member id": "成员 id", "Purge": "清除", "purge": "清除",
+    "Purge this member…": "清除这个成员…", "Purge this message…": "清除这条消息…",
+    "Purge everything {name} wrote…": "清除 {name} 写的全部内容…",
+    "Erase what a member wrote from this chat's history, search and memory, as /purge does. A "
+    "single message: use the buttons beside it in the search results or under a memory entry's "
+    "sources.":
+        "像 /purge 一样，从本聊天的历史、搜索和记忆中删除某个成员写的内容。单条消息：使用搜索"
+        "结果中或记忆条目来源下该消息旁的按钮。",
+    "Purge: what will be erased": "清除：将被删除的内容",
+    "This message will be erased everywhere this chat keeps it: the archive, the search index, "
+    "its earlier versions, the memory entries made from it and every summary line that quotes it.":
+        "这条消息将从本聊天保存它的所有地方删除：归档、搜索索引、它的早期版本、由它形成的记忆"
+        "条目，以及引用它的每一行摘要。",
+    "All {n} messages that member {member} wrote in this chat will be erased: from the archive, "
+    "the search index, their earlier versions, the memory entries made from them and every "
+    "summary line that quotes them.":
+        "成员 {member} 在本聊天写的全部 {n} 条消息将被删除：包括归档、搜索索引、它们的早期版本、"
+        "由它们形成的记忆条目，以及引用它们的每一行摘要。",
+    "Nothing to purge: this chat keeps no message of member {member}.":
+        "没有可清除的内容：本聊天没有保存成员 {member} 的消息。",
+    "This cannot be undone, and it is written to the audit log.":
+        "此操作无法撤销，并会记入审计日志。",
+    "Erase this message": "删除这条消息", "Erase {n} messages": "删除 {n} 条消息",
+    "Cancel": "取消",
+    "Purged: {n} stored messages are gone from this chat's history, search and memory.":
+        "已清除：{n} 条保存的消息已从本聊天的历史、搜索和记忆中移除。",
+    "There is no such message in this chat.": "此聊天中没有这条消息。",
+    "Only a member's message can be purged on its own.": "只有成员的消息可以单独清除。",
+    "Choose a message or a member to purge.": "请选择要清除的消息或成员。",
+    "A member id is one word, as /purge takes it.": "成员 id 是一个词，与 /purge 的参数相同。",
+    # the summary's cap (SPEC 6.11), as /status says it
+    "Must-show memory needs {need} tokens, over the cap of {cap}":
+        "必须显示的记忆需要 {need} tokens，超出上限 {cap}",
+    "Pins, rules, preferences and open action items need {need} tokens, over the summary's cap "
+    "of {cap}: the summary shows what fits, recall finds the rest.":
+        "置顶事实、规则、偏好和未完成的待办需要 {need} tokens，超出摘要的上限 {cap}：摘要只显示"
+        "放得下的部分，其余可用 recall 找到。",
     # health
     "Readiness (/readyz)": "就绪检查（/readyz）",
     "Doctor (compactbot doctor)": "诊断（compactbot doctor）",

@@ -25,6 +25,16 @@ def viewer_of(request: web.Request) -> Viewer:
     return viewer
 
 
+def visible_chat_key(request: web.Request) -> str | None:
+    """The chat in the path, or None when this viewer may not see it (nor change anything in it)."""
+    key = request.match_info["key"]
+    return key if viewer_of(request).may_see(key) else None
+
+
+def chat_forbidden(request: web.Request) -> web.Response:
+    return refusal(request, 403, "You may not see this chat.")
+
+
 def page(
     request: web.Request, template: str, *, status: int = 200, **context: object
 ) -> web.Response:

@@ -5,21 +5,24 @@ from __future__ import annotations
 from aiohttp import web
 
 from compactbot.bot.operators.console.requests import (
+    chat_forbidden,
     deps_of,
     page,
-    refusal,
     see_other,
     viewer_of,
+    visible_chat_key,
 )
 from compactbot.bot.operators.console.urls import chat_url
 from compactbot.bot.operators.console.views.chat import chat_or_404, chat_page
 from compactbot.bot.operators.console.views.memory import memory_page, sources_page
 from compactbot.bot.operators.console.views.paging import Page, page_number
+from compactbot.bot.operators.console.views.purge import rows_of_hits
 from compactbot.bot.operators.console.views.settings import (
     SettingError,
     change_setting,
     setting_lines,
 )
+from compactbot.bot.store.base import SearchHit
 from compactbot.bot.store.hits import MAX_SEARCH_LIMIT
 
 routes = web.RouteTableDef()
@@ -27,37 +30,28 @@ routes = web.RouteTableDef()
 HITS_PER_PAGE = 20
 
 
-def _chat_key(request: web.Request) -> str | None:
-    """The chat in the path, or None when this viewer may not see it."""
-    key = request.match_info["key"]
-    return key if viewer_of(request).may_see(key) else None
-
-
-def _forbidden(request: web.Request) -> web.Response:
-    return refusal(request, 403, "You may not see this chat.")
-
-
 @routes.get("/chat/{key}")
 async def chat_overview(request: web.Request) -> web.StreamResponse:
-    key = _chat_key(request)
+    key = visible_chat_key(request)
     if key is None:
-        return _forbidden(request)
+        return chat_forbidden(request)
     view = await chat_page(
         deps_of(request),
         key,
         session_id=request.query.get("session"),
         events_page=page_number(request.query.get("page")),
     )
-    # Forget and purge (SPEC 16, issue 34) belong on this page once the store can forget:
-    # their forms go in chat.html's "forget" block, their handlers beside settings_change below.
-    return page(request, "chat.html", view=view, tab="chat")
+    # Where a confirmed purge (routes_purge.py) sends the viewer: the page says how many went.
+    purged = request.query.get("purged", "")
+    shown = int(purged) if purged.isascii() and purged.isdigit() and len(purged) < 10 else None
+    return page(request, "chat.html", view=view, tab="chat", purged=shown)
 
 
 @routes.get("/chat/{key}/memory")
 async def chat_memory(request: web.Request) -> web.StreamResponse:
-    key = _chat_key(request)
+    key = visible_chat_key(request)
     if key is None:
-        return _forbidden(request)
+        return chat_forbidden(request)
     view = await memory_page(
         deps_of(request),
         key,
@@ -71,9 +65,9 @@ async def chat_memory(request: web.Request) -> web.StreamResponse:
 
 @routes.get("/chat/{key}/sources")
 async def entry_sources(request: web.Request) -> web.StreamResponse:
-    key = _chat_key(request)
+    key = visible_chat_key(request)
     if key is None:
-        return _forbidden(request)
+        return chat_forbidden(request)
     view = await sources_page(
         deps_of(request),
         key,
@@ -85,14 +79,14 @@ async def entry_sources(request: web.Request) -> web.StreamResponse:
 
 @routes.get("/chat/{key}/search")
 async def chat_search(request: web.Request) -> web.StreamResponse:
-    key = _chat_key(request)
+    key = visible_chat_key(request)
     if key is None:
-        return _forbidden(request)
+        return chat_forbidden(request)
     deps = deps_of(request)
     chat = await chat_or_404(deps, key)
     query = request.query.get("q", "").strip()
     shown = Page(page_number(request.query.get("page")), HITS_PER_PAGE)
-    hits = []
+    hits: list[SearchHit] = []
     more = False
     if query and shown.start < MAX_SEARCH_LIMIT:
         # The store returns the newest matches first, at most MAX_SEARCH_LIMIT of them.
@@ -105,6 +99,7 @@ async def chat_search(request: web.Request) -> web.StreamResponse:
         chat=chat,
         query=query,
         hits=hits,
+        rows=await rows_of_hits(deps.store, hits),
         shown=shown,
         more=more,
         tab="search",
@@ -139,17 +134,17 @@ async def _settings_page(
 
 @routes.get("/chat/{key}/settings")
 async def settings_form(request: web.Request) -> web.StreamResponse:
-    key = _chat_key(request)
+    key = visible_chat_key(request)
     if key is None:
-        return _forbidden(request)
+        return chat_forbidden(request)
     return await _settings_page(request, key, saved=request.query.get("saved"))
 
 
 @routes.post("/chat/{key}/settings")
 async def settings_change(request: web.Request) -> web.StreamResponse:
-    key = _chat_key(request)
+    key = visible_chat_key(request)
     if key is None:
-        return _forbidden(request)
+        return chat_forbidden(request)
     deps = deps_of(request)
     chat = await chat_or_404(deps, key)
     form = await request.post()

@@ -13,6 +13,7 @@ from aiohttp import web
 from compactbot.bot.operators.console import (
     routes_auth,
     routes_chat,
+    routes_purge,
     routes_service,
 )
 from compactbot.bot.operators.console.auth import same_secret
@@ -29,6 +30,7 @@ from compactbot.bot.operators.console.requests import (
 from compactbot.bot.operators.console.urls import PREFIX, SIGN_IN_PATH, with_query
 from compactbot.bot.operators.console.views.chat import ChatNotFound
 from compactbot.bot.operators.console.views.memory import EntryNotFound
+from compactbot.bot.operators.console.views.purge import MessageNotFound
 
 log = logging.getLogger(__name__)
 
@@ -61,6 +63,8 @@ async def security_headers(request: web.Request, handler: Handler) -> web.Stream
         response = refusal(request, 404, "There is no such chat.")
     except EntryNotFound:
         response = refusal(request, 404, "There is no such memory entry.")
+    except MessageNotFound:
+        response = refusal(request, 404, "There is no such message in this chat.")
     response.headers.update(SECURITY_HEADERS)
     return response
 
@@ -94,6 +98,6 @@ async def console_app(deps: ConsoleDeps) -> web.Application:
     app[DEPS_KEY] = deps
     app[PAGES_KEY] = Pages(templates)
     app[STATIC_KEY] = static
-    for module in (routes_auth, routes_service, routes_chat):
+    for module in (routes_auth, routes_service, routes_chat, routes_purge):
         app.add_routes(module.routes)
     return app

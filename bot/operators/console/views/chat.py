@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from compactbot.bot.compaction.memory_cap import MemoryOverCap, memory_over_cap
 from compactbot.bot.operators.console.deps import ConsoleDeps
 from compactbot.bot.operators.console.views.gauge import (
     Breaker,
@@ -14,6 +15,7 @@ from compactbot.bot.operators.console.views.gauge import (
 )
 from compactbot.bot.operators.console.views.paging import Page
 from compactbot.bot.store.base import ChatRecord, CompressionEvent, Pin, SessionRecord
+from compactbot.compression import Memory
 
 EVENTS_PER_PAGE = 20
 
@@ -43,6 +45,7 @@ class ChatPage:
     more_events: bool
     pins: list[Pin]
     memory_counts: dict[str, int]
+    over_cap: MemoryOverCap | None  # as /status says it (SPEC 6.11)
 
 
 async def chat_or_404(deps: ConsoleDeps, chat_key: str) -> ChatRecord:
@@ -73,14 +76,14 @@ async def chat_page(
     # The store pages from the newest; one more row than shown says whether another page exists.
     events = await store.list_compression_events(chat_key=chat.key, limit=page.end + 1)
     summary: list[SummaryRow] = []
-    counts: dict[str, int] = {}
+    memory = Memory()
     if session is not None:
         summary = [
             SummaryRow(m.role, m.text, m.tokens)
             for m in await store.load_active(session.id)
             if m.kind == "summary"
         ]
-        counts = (await store.load_memory(session.id)).counts()
+        memory = await store.load_memory(session.id)
     return ChatPage(
         chat=chat,
         sessions=sessions,
@@ -99,5 +102,6 @@ async def chat_page(
         events_page=page,
         more_events=len(events) > page.end,
         pins=await store.list_pins(chat.key),
-        memory_counts=counts,
+        memory_counts=memory.counts(),
+        over_cap=await memory_over_cap(services, settings, memory, chat.key),
     )

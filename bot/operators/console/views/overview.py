@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from compactbot.bot.compaction.memory_cap import MemoryOverCap, memory_over_cap
 from compactbot.bot.compaction.report import CHANGED_OUTCOMES
 from compactbot.bot.ingress.limits import utc_day
 from compactbot.bot.operators.console.deps import ConsoleDeps
@@ -17,6 +18,7 @@ from compactbot.bot.operators.console.views.gauge import (
 )
 from compactbot.bot.operators.console.views.paging import Page
 from compactbot.bot.store.base import ChatRecord, CompressionEvent
+from compactbot.compression import Memory
 
 CHATS_PER_PAGE = 25
 # The newest events read to find the last compaction that changed something.
@@ -33,6 +35,7 @@ class ChatLine:
     breaker: Breaker
     today_tokens: int
     daily_budget: int  # 0: unlimited
+    over_cap: MemoryOverCap | None  # as /status says it (SPEC 6.11)
 
     @property
     def budget_pct(self) -> float:
@@ -76,6 +79,7 @@ async def chat_line(deps: ConsoleDeps, chat: ChatRecord) -> ChatLine:
     now = deps.now()
     today = utc_day(now)
     events = await store.list_compression_events(chat_key=chat.key, limit=RECENT_EVENTS)
+    memory = await store.load_memory(session.id) if session is not None else Memory()
     return ChatLine(
         chat=chat,
         gauge=gauge_for(
@@ -93,4 +97,5 @@ async def chat_line(deps: ConsoleDeps, chat: ChatRecord) -> ChatLine:
             r.prompt_tokens + r.completion_tokens for r in await store.usage(chat.key, today)
         ),
         daily_budget=settings.daily_token_budget,
+        over_cap=await memory_over_cap(services, settings, memory, chat.key),
     )
