@@ -5,6 +5,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass
 
 from compactbot.bot.services import Services
@@ -27,6 +28,9 @@ async def memory_over_cap(
     """The overflow when the chat's pins and the memory's rules, preferences and open actions
     need more than the summary's cap (`compression.memory_cap_ratio`), else None."""
     pins = [pin.text for pin in await services.store.list_pins(chat_key)]
-    need = must_show_tokens(memory, count_tokens=services.counter.count_text, pins=pins)
+    # Tokenizing a large memory is CPU work: off the event loop (SPEC 17).
+    need = await asyncio.to_thread(
+        must_show_tokens, memory, count_tokens=services.counter.count_text, pins=pins
+    )
     cap = services.compaction_settings(settings).memory_cap_tokens
     return MemoryOverCap(need, cap) if need > cap else None
