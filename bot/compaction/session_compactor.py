@@ -220,7 +220,10 @@ class SessionCompactor:
             session.chat_key, None, cost=cost
         )
         compressor = self.build_compressor(job.settings, before, own_usage if affordable else None)
-        messages, counts, hints = compress_inputs(job.system_prompt, considered, self._counter)
+        # Building the inputs reads every row: off the event loop, like compress() (SPEC 17).
+        messages, counts, hints = await asyncio.to_thread(
+            compress_inputs, job.system_prompt, considered, self._counter
+        )
         memory = await self._store.load_memory(session.id)
         with spending_for(session.chat_key, None, "compression"):
             result = await compressor.compress(
@@ -239,7 +242,9 @@ class SessionCompactor:
         new_system = None
         if changed and out and out[0].get("role") == "system":
             new_system = content_text(out.pop(0).get("content"))
-        rows = tuple(to_rows(out, considered, self._counter)) if changed else ()
+        rows: tuple[NewMessage, ...] = ()
+        if changed:
+            rows = tuple(await asyncio.to_thread(to_rows, out, considered, self._counter))
         report = CompactionReport(
             outcome=result.outcome,
             trigger=job.trigger,
