@@ -80,7 +80,7 @@ def source_of(index: int, at: float, author: str | None) -> MessageSource:
     for key in ("author_id", "user_id"):
         if key in names and author:
             extra[key] = author.lower()
-    for key in ("author_name", "name", "speaker"):
+    for key in ("author", "author_name", "name", "speaker"):
         if key in names and author:
             extra[key] = author
     return MessageSource(str(index), at, **extra)

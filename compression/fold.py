@@ -12,7 +12,7 @@ import asyncio
 import datetime as dt
 import logging
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from compactbot.compression.extract import BACKUP_MIN_WEIGHT, answered_by_bot, extract_update
@@ -27,6 +27,7 @@ from compactbot.compression.memory import (
 )
 from compactbot.compression.memory_format import format_current, parse_reply
 from compactbot.compression.message_hints import FEATURELESS, SHOWN_FEATURELESS, SHOWN_LIGHT, hinted
+from compactbot.compression.provenance import Authors, attribute, member_authors
 from compactbot.compression.redact import redact
 from compactbot.compression.result import Outcome
 from compactbot.compression.state import CooldownCause
@@ -56,7 +57,8 @@ BACKED_UP_KINDS = frozenset({"rule", "decision", "fact", "preference", "action"}
 @dataclass(frozen=True, slots=True)
 class Span:
     """Turns to read, with the source message id and send time of each, and what is known of
-    each turn on its own (`hints`, see message_hints; None where nothing is).
+    each turn on its own (`hints`, see message_hints; None where nothing is); `authors` holds
+    the authored sources of its members' turns, by id, shared by its chunks.
 
     The extractor reads the turns as they are (it redacts what it keeps); a summarizer gets
     `chunks()` of its view: redacted, truncated copies, and the turns shown as they are.
@@ -68,6 +70,7 @@ class Span:
     hints: list[int | None] | None = None
     # The turns are the summarizer's view of the span's, of which SHOWN_FEATURELESS speaks.
     shown: bool = False
+    authors: Authors = field(default_factory=dict)
 
     def chunks(
         self, max_chars: int, view: SummaryView | None = None
@@ -84,6 +87,7 @@ class Span:
                     self.times[c.start : c.end],
                     hints[c.start : c.end],
                     shown=True,
+                    authors=self.authors,
                 ),
                 c.participants,
             )
@@ -139,8 +143,13 @@ def extract_all(memory: Memory, spans: Sequence[Span], today: dt.date) -> Memory
     for span in spans:
         empty = span.featureless()
         update = extract_update(span.turns, span.ids, span.times, today=today, empty=empty)
-        memory = apply_update(memory, update)
+        memory = _fold_in(memory, update, span)
     return memory
+
+
+def _fold_in(memory: Memory, update: MemoryUpdate, span: Span) -> Memory:
+    """`memory` with `update` from `span` folded in, its entries attributed to their authors."""
+    return apply_update(memory, attribute(update, span.authors))
 
 
 def fold_in_cooldown(
@@ -246,8 +255,8 @@ def _read_reply(
     update = parse_reply(redact(text), chunk.turns, chunk.ids, today)
     if update is None:
         return None
-    memory = apply_update(memory, update)
-    return apply_update(memory, _backup(update, chunk, names, today))
+    memory = _fold_in(memory, update, chunk)
+    return _fold_in(memory, _backup(update, chunk, names, today), chunk)
 
 
 def _backup(
@@ -315,17 +324,19 @@ def middle_span(
     if sources is None:
         ids: list[str | None] = [None] * (end - start)
         times: list[float | None] = [None] * (end - start)
+        authors: Authors = {}
     else:
         found = [_source(sources, origin[i]) for i in range(start, end)]
         ids = [s.id if s else None for s in found]
         times = [s.at if s else None for s in found]
+        authors = member_authors(pruned[start:end], found)
     kept = None
     if hints is not None:
         kept = list(hints[start:end])
         for index in changed:
             if start <= index < end:
                 kept[index - start] = None
-    return Span(pruned[start:end], ids, times, kept)
+    return Span(pruned[start:end], ids, times, kept, authors=authors)
 
 
 def _source(sources: Sequence[MessageSource | None], index: int) -> MessageSource | None:

@@ -7,8 +7,9 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from compactbot.compression.fold import Ask, Span
-from compactbot.compression.memory import Memory, apply_update
+from compactbot.compression.memory import Memory, MessageSource, apply_update
 from compactbot.compression.memory_format import format_current, parse_reply
+from compactbot.compression.provenance import member_authors
 from compactbot.compression.redact import redact
 from compactbot.compression.summary_input import derive_focus
 
@@ -56,14 +57,21 @@ def build_ask(
 
 
 def reread_span(memory: Memory, archived: Mapping[str, Mapping[str, Any]] | None) -> Span | None:
-    """The archived messages the memory marked for re-reading, those the caller could load."""
+    """The archived messages the memory marked for re-reading, those the caller could load
+    (each may carry its "timestamp", "author_id" and "author" besides the wire fields)."""
     pending = [(i, archived[i]) for i in memory.reread if archived and i in archived]
     if not pending:
         return None
+    turns = [dict(message) for _, message in pending]
+    sources = [
+        MessageSource(i, _at(message), _text(message, "author_id"), _text(message, "author"))
+        for i, message in pending
+    ]
     return Span(
-        [dict(message) for _, message in pending],
+        turns,
         [i for i, _ in pending],
-        [_at(message) for _, message in pending],
+        [source.at for source in sources],
+        authors=member_authors(turns, sources),
     )
 
 
@@ -77,6 +85,11 @@ def chars_per_token(chars: int, tokens: int) -> float:
     """This middle's own density (its contents' characters per token), so CJK or code is
     bounded as tightly as English prose."""
     return max(1.0, chars / tokens) if tokens > 0 else 3.0
+
+
+def _text(message: Mapping[str, Any], key: str) -> str | None:
+    value = message.get(key)
+    return value if isinstance(value, str) and value else None
 
 
 def _at(message: Mapping[str, Any]) -> float | None:

@@ -57,6 +57,9 @@ class MemoryEntry:
     superseded_by: int | None = None
     # Who wrote it: the summarizer, or the deterministic extractor (offline, fallback, backup).
     origin: EntryOrigin = "summarizer"
+    # The platform user ids of the members whose messages it came from (SPEC 16): two members
+    # showing the same name are told apart by these, not by `speaker`.
+    author_ids: tuple[str, ...] = ()
 
     @property
     def shown(self) -> bool:
@@ -65,10 +68,13 @@ class MemoryEntry:
 
 @dataclass(frozen=True, slots=True)
 class MessageSource:
-    """Where a message passed to `compress` is stored: its id and when it was sent."""
+    """Where a message passed to `compress` is stored: its id, when it was sent and, for a
+    member's message, its author's platform user id and the name shown at the time."""
 
     id: str
     at: float | None = None
+    author_id: str | None = None
+    author: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -157,7 +163,7 @@ def apply_update(memory: Memory, update: MemoryUpdate) -> Memory:
         if not key[1]:
             continue
         if key in seen_text:
-            _add_sources(entries, index_of[seen_text[key]], addition.sources)
+            _add_sources(entries, index_of[seen_text[key]], addition)
             continue
         if addition.kind == "participant":
             if addition.text.lower() in names:
@@ -195,7 +201,15 @@ def apply_update(memory: Memory, update: MemoryUpdate) -> Memory:
     return replace(memory, entries=tuple(entries))
 
 
-def _add_sources(entries: list[MemoryEntry], position: int, sources: tuple[str, ...]) -> None:
+def _add_sources(entries: list[MemoryEntry], position: int, repeat: MemoryEntry) -> None:
+    """The entry at `position` with the sources, and their authors, of a repeat of it."""
     known = entries[position]
-    if not set(sources) <= set(known.sources):
-        entries[position] = replace(known, sources=tuple(dict.fromkeys(known.sources + sources)))
+    if set(repeat.sources) <= set(known.sources) and set(repeat.author_ids) <= set(
+        known.author_ids
+    ):
+        return
+    entries[position] = replace(
+        known,
+        sources=tuple(dict.fromkeys(known.sources + repeat.sources)),
+        author_ids=tuple(dict.fromkeys(known.author_ids + repeat.author_ids)),
+    )

@@ -1,8 +1,8 @@
 """The summarizer's chunks of a span in one pass: each turn prepared, sized and attributed once.
 
 Equal to `chunk_turns(summary_turns(turns), max_chars)` with `participants()` of each chunk
-(tests/compression/test_summary_chunks.py holds them together), without rendering every turn
-to measure it: a turn's rendered size is arithmetic on its prepared text.
+(tests/compression/test_summary_chunks.py holds them together). A turn's size is its rendered
+record's: JSON escapes make it more than its text's length, by as much as the text needs.
 """
 
 from __future__ import annotations
@@ -22,8 +22,6 @@ from compactbot.compression.message_hints import (
 from compactbot.compression.redact import redact
 from compactbot.compression.summary_input import (
     BODY_LIMIT_CHARS,
-    TOOL_NAME_SLACK_CHARS,
-    TURN_SEPARATOR_CHARS,
     prepare_call,
     rendered_chars,
     shrink_to,
@@ -34,12 +32,7 @@ from compactbot.compression.transcript import (
     speaker_of,
     speaker_of_opening,
     strip_think,
-    tool_call_parts,
 )
-
-_USER_LABEL_CHARS = len("[USER]: ")
-_ASSISTANT_LABEL_CHARS = len("[ASSISTANT]: ")
-_CALL_LABEL_CHARS = len("[ASSISTANT TOOL CALL]: ()")
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,17 +79,10 @@ def summary_view(
             content = message["content"]
             add_turn(message)
             chars += len(content)
-            if message.get("role") == "user":
-                speaker = speaker_of_opening(content, speakers)
-                add_size(
-                    len(content) + (0 if speaker else _USER_LABEL_CHARS) + TURN_SEPARATOR_CHARS
-                )
-                add_name(speaker)
-            else:
-                add_size(
-                    (_ASSISTANT_LABEL_CHARS + len(content) if content else 0) + TURN_SEPARATOR_CHARS
-                )
-                add_name(None)
+            add_size(rendered_chars(message))
+            add_name(
+                speaker_of_opening(content, speakers) if message.get("role") == "user" else None
+            )
             continue
         clean = hint is not None and bool(hint & SUMMARY_CLEAN)
         calls_clean = hint is not None and bool(hint & CALLS_CLEAN)
@@ -174,31 +160,10 @@ def _prepared(
     calls = turn.pop("tool_calls", None)
     turn["content"] = text
     if isinstance(calls, list) and calls:
-        turn["tool_calls"] = calls = [prepare_call(call, calls_clean) for call in calls]
-    shown = text.strip()
-    speaker = None
-    if role == "user":
-        if text:
-            # participants() reads the text left-stripped, the rendering fully stripped.
-            lead = text.lstrip()
-            speaker = speaker_of_opening(lead, speakers)
-            named = speaker if len(lead) == len(shown) else speaker_of(shown)
-        else:
-            named = None
-        size = len(shown) + (0 if named else _USER_LABEL_CHARS)
-    elif role == "assistant":
-        size = _ASSISTANT_LABEL_CHARS + len(shown) if shown else -1
-        if isinstance(calls, list):
-            for call in calls:
-                name, arguments = tool_call_parts(call)
-                size += 1 + _CALL_LABEL_CHARS + len(name) + len(arguments)
-        size = max(size, 0)
-    elif role == "tool":
-        name = turn.get("name") or "tool"
-        size = len(f"[TOOL RESULT {name}]: ") + len(shown) + TOOL_NAME_SLACK_CHARS
-    else:
-        size = len(shown)
-    return turn, size + TURN_SEPARATOR_CHARS, speaker, length
+        turn["tool_calls"] = [prepare_call(call, calls_clean) for call in calls]
+    # participants() reads the text left-stripped (the rendering reads it fully stripped).
+    speaker = speaker_of_opening(text.lstrip(), speakers) if role == "user" and text else None
+    return turn, rendered_chars(turn), speaker, length
 
 
 def _speaker(turn: Mapping[str, Any]) -> str | None:

@@ -17,8 +17,8 @@ BODY_HEAD_CHARS = 4_000
 BODY_TAIL_CHARS = 1_500
 TRUNCATION_MARK = "\n…[truncated]…\n"
 TOOL_ARGS_LIMIT_CHARS = 1_500
-# render_turns() puts a blank line between turns.
-TURN_SEPARATOR_CHARS = 2
+# render_turns() puts a line break between turns.
+TURN_SEPARATOR_CHARS = 1
 TOOL_NAME_SLACK_CHARS = 64
 FOCUS_MESSAGES = 3
 FOCUS_MESSAGE_CHARS = 260

@@ -1,8 +1,9 @@
-"""Plain-text views of OpenAI-format turns: text, speakers, the block a summary prompt embeds."""
+"""Plain-text views of OpenAI-format turns: text, speakers, the records a summary prompt embeds."""
 
 from __future__ import annotations
 
 import datetime as dt
+import json
 import re
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -23,6 +24,10 @@ _EPOCH_MS_THRESHOLD = 100_000_000_000
 _NOT_SPEAKERS = frozenset(
     {"image", "redacted", "user", "assistant", "system", "tool", "media attachment", "truncated"}
 )
+# A summary prompt shows each turn as one JSON record on one line (SPEC 16): JSON escapes every
+# newline and quote of a message, so no text can open a turn of its own ("\n\n[Alice] …") or
+# pass for a line of the prompt around the records ("</turns>").
+_RECORDS = json.JSONEncoder(ensure_ascii=False)
 
 
 def content_text(content: Any) -> str:
@@ -107,30 +112,40 @@ def tool_call_parts(call: Any) -> tuple[str, str]:
 
 
 def render_turns(turns: Sequence[Mapping[str, Any]]) -> str:
-    """The transcript block of a summary prompt, one paragraph per turn."""
+    """The transcript block of a summary prompt: one JSON record per turn and per line."""
     call_names: dict[str, str] = {}
-    blocks: list[str] = []
+    lines: list[str] = []
     for turn in turns:
-        role = turn.get("role")
-        text = content_text(turn.get("content")).strip()
-        if role == "user":
-            speaker, _ = split_speaker(text)
-            blocks.append(text if speaker else f"[USER]: {text}")
-        elif role == "assistant":
-            lines = [f"[ASSISTANT]: {text}"] if text else []
+        if turn.get("role") == "assistant":
             for call in turn.get("tool_calls") or ():
-                name, arguments = tool_call_parts(call)
                 if isinstance(call, Mapping) and isinstance(call.get("id"), str):
-                    call_names[call["id"]] = name
-                lines.append(f"[ASSISTANT TOOL CALL]: {name}({arguments})")
-            if lines:
-                blocks.append("\n".join(lines))
-        elif role == "tool":
-            name = turn.get("name") or call_names.get(str(turn.get("tool_call_id")), "tool")
-            blocks.append(f"[TOOL RESULT {name}]: {text}")
-        elif text:
-            blocks.append(text)
-    return "\n\n".join(blocks)
+                    call_names[call["id"]] = tool_call_parts(call)[0]
+        record = _record(turn, call_names)
+        if record is not None:
+            lines.append(_RECORDS.encode(record))
+    return "\n".join(lines)
+
+
+def _record(turn: Mapping[str, Any], call_names: Mapping[str, str]) -> dict[str, Any] | None:
+    """What a summary prompt shows of one turn, a member's speaker in a field apart from the
+    text; None for a turn with nothing to show. `call_names`: tool call id -> name."""
+    role = turn.get("role")
+    text = content_text(turn.get("content")).strip()
+    if role == "user":
+        speaker, body = split_speaker(text)
+        return {"speaker": speaker, "role": "user", "text": body}
+    if role == "assistant":
+        calls = [
+            {"name": name, "arguments": arguments}
+            for name, arguments in map(tool_call_parts, turn.get("tool_calls") or ())
+        ]
+        if not text and not calls:
+            return None
+        return {"role": "assistant", "text": text, **({"tool_calls": calls} if calls else {})}
+    if role == "tool":
+        name = turn.get("name") or call_names.get(str(turn.get("tool_call_id")), "tool")
+        return {"role": "tool", "name": name, "text": text}
+    return {"role": role, "text": text} if text else None
 
 
 def turn_date(turn: Mapping[str, Any]) -> str | None:

@@ -13,14 +13,33 @@ async def memory_inputs(
     store: Store, session_id: int, memory: Memory, considered: Sequence[StoredMessage]
 ) -> dict[str, Any]:
     """`compress()` keyword arguments: the memory, which rows are summaries (by stored kind,
-    never by wording), each row's id and time, and the archived rows marked for re-reading."""
+    never by wording), each row's source (id, time, a member's author) and the archived rows
+    marked for re-reading."""
     wanted = [int(i) for i in memory.reread if i.isdigit()]
     archived = await store.load_messages(session_id, wanted) if wanted else []
-    reread = {str(m.id): {**m.to_openai(), "timestamp": m.created_at} for m in archived}
     return {
         "memory": memory,
         # The system prompt comes first in the compressor's list and is never a summary.
         "kinds": ["message", *(m.kind for m in considered)],
-        "sources": [None, *(MessageSource(str(m.id), m.created_at) for m in considered)],
-        "reread": reread,
+        "sources": [None, *map(source_of, considered)],
+        "reread": {str(m.id): _archived(m) for m in archived},
     }
+
+
+def source_of(message: StoredMessage) -> MessageSource:
+    """Where the row is stored and, for a member's row, who wrote it (SPEC 16): the bot's own
+    rows, tool results and stored summaries carry no author."""
+    if message.role != "user" or message.kind != "message" or not message.author_id:
+        return MessageSource(str(message.id), message.created_at)
+    return MessageSource(
+        str(message.id), message.created_at, message.author_id, message.author_name
+    )
+
+
+def _archived(message: StoredMessage) -> dict[str, Any]:
+    """An archived row as `compress()` reads it again: its wire fields, time and author."""
+    source = source_of(message)
+    found = {**message.to_openai(), "timestamp": message.created_at}
+    if source.author_id:
+        found |= {"author_id": source.author_id, "author": source.author}
+    return found

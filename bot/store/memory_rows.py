@@ -1,4 +1,5 @@
-"""The session memory's rows (migration 3): written whole inside the compaction's transaction."""
+"""The session memory's rows (migration 3; `author_ids`, migration 16): written whole inside the
+compaction's transaction."""
 
 from __future__ import annotations
 
@@ -21,9 +22,12 @@ from compactbot.compression.memory import (
 
 ENTRY_COLUMNS = (
     "session_id, entry_id, kind, text, subject, speaker, date, sources, status, owner, due,"
-    " answer, closed_on, superseded_by, origin"
+    " answer, closed_on, superseded_by, origin, author_ids"
 )
-INSERT_ENTRY_SQL = f"INSERT INTO memory_entries ({ENTRY_COLUMNS}) VALUES ({', '.join('?' * 15)})"
+INSERT_ENTRY_SQL = (
+    f"INSERT INTO memory_entries ({ENTRY_COLUMNS})"
+    f" VALUES ({', '.join('?' * (ENTRY_COLUMNS.count(',') + 1))})"
+)
 SELECT_ENTRIES_SQL = (
     f"SELECT {ENTRY_COLUMNS} FROM memory_entries WHERE session_id = ? ORDER BY entry_id"
 )
@@ -50,6 +54,7 @@ def entry_params(session_id: int, e: MemoryEntry) -> tuple[Any, ...]:
     return (
         session_id, e.id, e.kind, e.text, e.subject, e.speaker, e.date, json.dumps(e.sources),
         e.status, e.owner, e.due, e.answer, e.closed_on, e.superseded_by, e.origin,
+        json.dumps(e.author_ids),
     )  # fmt: skip
 
 
@@ -71,4 +76,5 @@ def _entry(row: Any) -> MemoryEntry:
         closed_on=row[12],
         superseded_by=row[13],
         origin=cast(EntryOrigin, row[14] if row[14] in ENTRY_ORIGINS else "summarizer"),
+        author_ids=tuple(str(a) for a in json.loads(row[15] or "[]")),
     )

@@ -301,6 +301,13 @@ CREATE INDEX IF NOT EXISTS chats_parent ON chats(parent_key);
 """
 
 
+# Who each memory entry came from (SPEC 16): a JSON list of the platform user ids of its source
+# rows' authors. Older entries read '[]': nobody is credited with what no row vouches for.
+_SCHEMA_V16 = """
+ALTER TABLE memory_entries ADD COLUMN author_ids TEXT NOT NULL DEFAULT '[]';
+"""
+
+
 @dataclass(frozen=True, slots=True)
 class Migration:
     version: int
@@ -324,5 +331,6 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(11, "per-message compression hints", _SCHEMA_V11),
     Migration(CONSOLE_SCHEMA_VERSION, CONSOLE_SCHEMA_NAME, SQLITE_CONSOLE_SCHEMA),
     Migration(15, "compaction cost; threads by parent", _SCHEMA_V15),
+    Migration(16, "authors of memory entries", _SCHEMA_V16),
 )
 LATEST_VERSION = MIGRATIONS[-1].version

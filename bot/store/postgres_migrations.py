@@ -320,6 +320,12 @@ CREATE INDEX IF NOT EXISTS chats_parent ON chats(parent_key);
 """
 
 
+# The user ids of a memory entry's authors (SQLite 16); older entries read '[]'.
+_SCHEMA_V16 = """
+ALTER TABLE memory_entries ADD COLUMN author_ids TEXT NOT NULL DEFAULT '[]';
+"""
+
+
 @dataclass(frozen=True, slots=True)
 class Migration:
     version: int
@@ -340,6 +346,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(13, "turn jobs that lost a worker run alone; strikes", _SCHEMA_V13),
     Migration(CONSOLE_SCHEMA_VERSION, CONSOLE_SCHEMA_NAME, POSTGRES_CONSOLE_SCHEMA),
     Migration(15, "compaction cost; threads by parent", _SCHEMA_V15),
+    Migration(16, "authors of memory entries", _SCHEMA_V16),
 )
 LATEST_VERSION = MIGRATIONS[-1].version
 

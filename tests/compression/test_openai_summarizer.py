@@ -54,7 +54,8 @@ async def test_request_is_one_user_message_without_max_tokens(fake: FakeOpenAI) 
     [body] = fake.completions
     assert body["model"] == "sum-model"
     assert [m["role"] for m in body["messages"]] == ["user"]
-    assert "[Alice] The budget is $5,000." in body["messages"][0]["content"]
+    said = '{"speaker": "Alice", "role": "user", "text": "The budget is $5,000."}'
+    assert said in body["messages"][0]["content"]
     assert "max_tokens" not in body and "max_completion_tokens" not in body
 
 

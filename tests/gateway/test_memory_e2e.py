@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 from pathlib import Path
 
 from compactbot.bot.app import App
@@ -176,3 +177,25 @@ async def test_memory_and_its_supersessions_survive_a_restart(tmp_path: Path) ->
         earlier = {(e.id, e.kind, e.text, e.sources) for e in memory.entries}
         assert earlier <= {(e.id, e.kind, e.text, e.sources) for e in after.entries}
         assert [e for e in after.entries if e.subject == "deploy day"] == [old, new]
+
+
+async def test_members_showing_the_same_name_are_told_apart_by_their_user_ids(
+    tmp_path: Path,
+) -> None:
+    config = make_config(tmp_path, WINDOW)
+    async with App(config, llm=OfflineModel()) as app:
+        await _say(app, [*_chatter(0, 3), ("Alice", "FACT: The vault id is VA-1001.")])
+        # Another member who took the display name "Alice".
+        impostor = group_message(
+            "FACT: The printer code is PR-7731.", author="Alice", addressed=False
+        )
+        await app.gateway.handle(replace(impostor, author_id="alice-2"), RecordingAdapter())
+        await _say(app, _chatter(3, 90))
+        assert await _compact(app, _compactor(app, None)) == "compressed"
+        session = await app.services.store.active_session(CHAT)
+        memory = await app.services.store.load_memory(session.id)
+
+    [vault] = [e for e in memory.entries if "VA-1001" in e.text]
+    [printer] = [e for e in memory.entries if "PR-7731" in e.text]
+    assert vault.speaker == printer.speaker == "Alice"
+    assert (vault.author_ids, printer.author_ids) == (("alice",), ("alice-2",))

@@ -71,3 +71,18 @@ async def test_an_edit_from_another_worker_fences_out_the_compaction_and_its_mem
     assert stale is None
     assert await store.load_memory(session.id) == Memory()
     assert [m.content for m in await store.load_active(session.id)] == ["[alice] deploy Friday"]
+
+
+async def test_an_entry_keeps_the_user_ids_of_its_authors(store: Store) -> None:
+    session = await store.active_session(CHAT)
+    ids = await store.append_messages(session.id, [user("a"), user("b", author="alice-2")])
+    entry = MemoryEntry(
+        1, "rule", "No deploys on Fridays.", speaker="Alice", sources=tuple(map(str, ids)),
+        author_ids=("alice", "alice-2"),
+    )  # fmt: skip
+
+    assert await store.archive_and_compact(
+        session, [summary("S")], ids[-1], memory=Memory((entry,))
+    )
+
+    assert (await store.load_memory(session.id)).entries == (entry,)

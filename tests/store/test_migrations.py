@@ -78,6 +78,30 @@ async def test_rows_from_before_migration_11_have_unknown_hints(tmp_path: Path) 
     assert new.hints == message_hints(NEW)
 
 
+async def test_memory_entries_from_before_migration_16_have_no_author_ids(tmp_path: Path) -> None:
+    path = tmp_path / "old.db"
+    async with aiosqlite.connect(path, isolation_level=None) as conn:
+        assert await apply_migrations(conn, up_to=15) == 15
+        await conn.execute(
+            "INSERT INTO chats(key, platform, created_at) VALUES ('console:old', 'console', 1)"
+        )
+        await conn.execute(
+            "INSERT INTO sessions(chat_key, started_at, last_activity_at, active_tokens,"
+            " active_messages) VALUES ('console:old', 1, 1, 0, 0)"
+        )
+        await conn.execute(
+            "INSERT INTO memory_entries(session_id, entry_id, kind, text, speaker, sources)"
+            " VALUES (1, 1, 'rule', 'No deploys on Fridays.', 'Alice', '[\"7\"]')"
+        )
+
+    async with SqliteStore(path) as store:
+        [session] = await store.list_sessions("console:old")
+        [entry] = (await store.load_memory(session.id)).entries
+
+    assert (entry.text, entry.speaker, entry.sources) == ("No deploys on Fridays.", "Alice", ("7",))
+    assert entry.author_ids == ()
+
+
 async def test_reopening_a_current_database_applies_nothing_twice(tmp_path: Path) -> None:
     path = tmp_path / "store.db"
     async with SqliteStore(path) as store:

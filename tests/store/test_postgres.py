@@ -102,6 +102,28 @@ async def test_rows_from_before_migration_11_have_unknown_hints(schema_dsn: str)
     assert stored.hints == message_hints(new)
 
 
+async def test_memory_entries_from_before_migration_16_have_no_author_ids(schema_dsn: str) -> None:
+    conn = await asyncpg.connect(schema_dsn)
+    try:
+        assert await apply_migrations(conn, up_to=15) == 15
+        await conn.execute(
+            "INSERT INTO chats(key, platform, created_at) VALUES ('console:old', 'console', 1);"
+            "INSERT INTO sessions(chat_key, started_at, last_activity_at, active_tokens,"
+            " active_messages) VALUES ('console:old', 1, 1, 0, 0);"
+            "INSERT INTO memory_entries(session_id, entry_id, kind, text, speaker, sources)"
+            " VALUES (1, 1, 'rule', 'No deploys on Fridays.', 'Alice', '[\"7\"]')"
+        )
+    finally:
+        await conn.close()
+
+    async with PostgresStore(schema_dsn) as store:
+        [session] = await store.list_sessions("console:old")
+        [entry] = (await store.load_memory(session.id)).entries
+
+    assert (entry.text, entry.speaker, entry.sources) == ("No deploys on Fridays.", "Alice", ("7",))
+    assert entry.author_ids == ()
+
+
 async def test_workers_starting_together_migrate_once(schema_dsn: str) -> None:
     stores = [PostgresStore(schema_dsn) for _ in range(3)]
 
