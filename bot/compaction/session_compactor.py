@@ -81,8 +81,7 @@ class CompactionStore(
     LockStore,
     Protocol,
 ):
-    """What a compaction reads (session, rows, memory, pins) and writes (the commit, the event
-    of an attempt that did not commit), under a lease kept in the store."""
+    """What a compaction reads and commits, the event of an attempt that did not, its lease."""
 
 
 class LeaseLost(Exception):
