@@ -14,8 +14,9 @@ import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
-from compactbot.bot.store import PostgresStore, SqliteStore, Store
+from compactbot.bot.store import PostgresStore, SqliteStore
 from compactbot.bot.store.base import StoreError
+from compactbot.bot.store.shared_limits import SharedLimits
 from tests import postgres_server
 
 CALLS = 2000
@@ -34,7 +35,7 @@ async def _timed(call: Callable[[int], Awaitable[object]]) -> str:
     return f"median {statistics.median(micros):.0f} µs, p95 {p95:.0f} µs"
 
 
-async def _measure(store: Store, label: str) -> None:
+async def _measure(store: SharedLimits, label: str) -> None:
     now = time.time()
     await store.cache_admin("admin", True, now + 3600)
 

@@ -29,8 +29,8 @@ from compactbot.bot.operators.health import QueueProbe, Readiness, StoreProbe
 from compactbot.bot.operators.metrics import Metrics, QueueSample
 from compactbot.bot.services import Services
 from compactbot.bot.settings.config import DEFAULT_CONTEXT_LENGTH, Config
-from compactbot.bot.store.backends import create_store, parse_store_url
-from compactbot.bot.store.base import Store
+from compactbot.bot.store.backends import Store, create_store, parse_store_url
+from compactbot.bot.store.chat_store import ChatStore
 from compactbot.bot.workers.leadership import leadership_for
 from compactbot.compression import Summarizer, compute_threshold_tokens
 from compactbot.compression.engine import check_summary_model_feasibility, load_engine
@@ -190,7 +190,7 @@ class App:
         if self._store is not None:
             await self._store.close()
 
-    async def _watch(self, store: Store) -> None:
+    async def _watch(self, store: ChatStore) -> None:
         lanes = self.gateway.lanes
         self.metrics.watch_queue(
             lambda: QueueSample(lanes.queued_jobs, lanes.oldest_wait_seconds())

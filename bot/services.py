@@ -18,7 +18,7 @@ from compactbot.bot.operators.metrics import Metrics
 from compactbot.bot.settings import chat_settings
 from compactbot.bot.settings.chat_settings import ChatSettings
 from compactbot.bot.settings.config import Config
-from compactbot.bot.store.base import Store
+from compactbot.bot.store.backends import Store
 from compactbot.bot.turns.prompt import build_system_prompt
 from compactbot.bot.turns.runner import AgentRunner
 from compactbot.bot.workers.leadership import Leadership, SoleLeader

@@ -21,7 +21,9 @@ from typing import TYPE_CHECKING, Any, Protocol
 from compactbot.bot.commands.quoting import code_span
 from compactbot.bot.ingress.limits import NoticeGate
 from compactbot.bot.llm.metering import spending_for
-from compactbot.bot.store.base import Store, StoredMessage
+from compactbot.bot.store.base import StoredMessage
+from compactbot.bot.store.session_store import SessionStore
+from compactbot.bot.store.transcript_store import TranscriptReads
 from compactbot.compression.deterministic import deterministic_summary
 from compactbot.compression.memory import MemoryEntry
 from compactbot.compression.summarizer import Summarizer, SummaryError, SummaryRequest
@@ -83,10 +85,14 @@ def parse_query(args: str, *, now: float, asker_last: float | None) -> CatchupQu
     return CatchupQuery(since=asker_last)
 
 
+class SessionMemories(SessionStore, TranscriptReads, Protocol):
+    """A chat's sessions, to read the memory of the open ones."""
+
+
 class TranscriptSource:
     """The chat's stored messages (every session, archived included), deleted ones excluded."""
 
-    def __init__(self, store: Store) -> None:
+    def __init__(self, store: TranscriptReads) -> None:
         self._store = store
 
     async def turns(self, chat_key: str, query: CatchupQuery) -> list[dict[str, Any]]:
@@ -105,7 +111,7 @@ class TranscriptSource:
 class MemorySource:
     """The current memory entries of the chat's open sessions that fall in the span."""
 
-    def __init__(self, store: Store) -> None:
+    def __init__(self, store: SessionMemories) -> None:
         self._store = store
 
     async def turns(self, chat_key: str, query: CatchupQuery) -> list[dict[str, Any]]:
@@ -194,7 +200,7 @@ async def _summarize(summarizer: Summarizer | None, request: SummaryRequest) -> 
     return deterministic_summary(request, unavailable=summarizer is not None)
 
 
-async def _last_message_of(store: Store, chat_key: str, author_id: str) -> float | None:
+async def _last_message_of(store: TranscriptReads, chat_key: str, author_id: str) -> float | None:
     rows = await store.load_history(chat_key)
     mine = [r.created_at for r in rows if r.author_id == author_id and r.role == "user"]
     return mine[-1] if mine else None

@@ -5,12 +5,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from compactbot.bot.store.base import Store, StoredMessage
+from compactbot.bot.store.base import StoredMessage
+from compactbot.bot.store.transcript_store import TranscriptReads
 from compactbot.compression.memory import Memory, MessageSource
 
 
 async def memory_inputs(
-    store: Store, session_id: int, memory: Memory, considered: Sequence[StoredMessage]
+    store: TranscriptReads, session_id: int, memory: Memory, considered: Sequence[StoredMessage]
 ) -> dict[str, Any]:
     """`compress()` keyword arguments: the memory, which rows are summaries (by stored kind,
     never by wording), each row's source (id, time, a member's author) and the archived rows

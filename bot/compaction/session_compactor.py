@@ -8,7 +8,7 @@ import logging
 import time
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, Protocol
 
 from compactbot.bot.compaction.inputs import compress_inputs
 from compactbot.bot.compaction.memory_inputs import memory_inputs
@@ -18,13 +18,12 @@ from compactbot.bot.llm.metering import Meter, spending_for
 from compactbot.bot.llm.metering import SummarizerFactory as SummarizerFactory
 from compactbot.bot.llm.metering import UsageSink as UsageSink
 from compactbot.bot.operators.metrics import Metrics
-from compactbot.bot.store.base import (
-    CompressionEvent,
-    NewMessage,
-    SessionRecord,
-    StateDelta,
-    Store,
-)
+from compactbot.bot.store.base import CompressionEvent, NewMessage, SessionRecord, StateDelta
+from compactbot.bot.store.event_store import CompressionEventStore
+from compactbot.bot.store.lock_store import LockStore
+from compactbot.bot.store.pin_store import PinStore
+from compactbot.bot.store.session_store import SessionStore
+from compactbot.bot.store.transcript_store import TranscriptReads, TranscriptWrites
 from compactbot.bot.turns.exclusivity import CompactionLeases, Lease, Sleep, StoreLeases
 from compactbot.compression import CompressorConfig, ContextCompressor
 from compactbot.compression.memory import Memory
@@ -73,6 +72,18 @@ class _Outcome:
     span_ids: tuple[int, ...] = ()
 
 
+class CompactionStore(
+    SessionStore,
+    TranscriptReads,
+    TranscriptWrites,
+    PinStore,
+    CompressionEventStore,
+    LockStore,
+    Protocol,
+):
+    """What a compaction reads and commits, the event of an attempt that did not, its lease."""
+
+
 class LeaseLost(Exception):
     """The compaction lease could not be renewed: the work stops before its commit."""
 
@@ -87,7 +98,7 @@ class SessionCompactor:
 
     def __init__(
         self,
-        store: Store,
+        store: CompactionStore,
         counter: TokenCounter,
         summarizer_factory: SummarizerFactory,
         *,

@@ -14,7 +14,7 @@ from compactbot.bot.events import InboundMessage
 from compactbot.bot.ingress.media import MediaLimits, placeholder, read_media, with_media
 from compactbot.bot.llm.metering import spending_for
 from compactbot.bot.services import Services
-from compactbot.bot.store.base import Store
+from compactbot.bot.store.revision_store import RevisionStore
 from compactbot.compression.forgery import neutralise
 from compactbot.compression.message_hints import message_hints
 
@@ -32,7 +32,7 @@ def neutralised(message: InboundMessage) -> InboundMessage:
     return replace(message, text=text, author_name=name)
 
 
-async def reply_quote(store: Store, message: InboundMessage) -> str | None:
+async def reply_quote(store: RevisionStore, message: InboundMessage) -> str | None:
     """`(in reply to Bob: "…")` for a reply, None for any other message."""
     if message.reply_to is None:
         return None

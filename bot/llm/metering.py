@@ -12,13 +12,16 @@ import logging
 from collections.abc import Awaitable, Callable, Iterator
 from contextvars import ContextVar
 from dataclasses import dataclass
-from typing import Any, Literal, cast
+from typing import Any, Literal, Protocol, cast
 
 from compactbot.bot.llm.client import LLMClient, LLMResponse
 from compactbot.bot.llm.errors import LLMError
 from compactbot.bot.llm.stream import StreamingLLM, TextSink
 from compactbot.bot.operators.metrics import Metrics
-from compactbot.bot.store.base import Store, UsagePurpose
+from compactbot.bot.store.base import UsagePurpose
+from compactbot.bot.store.chat_store import ChatStore
+from compactbot.bot.store.shared_limits import SharedLimits
+from compactbot.bot.store.usage_store import UsageStore
 from compactbot.compression import Summarizer, SummaryRequest
 from compactbot.compression.summarizer import SummaryError
 
@@ -106,10 +109,16 @@ def utc_day(now: float) -> str:
     return dt.datetime.fromtimestamp(now, dt.UTC).date().isoformat()
 
 
+class MeteredStore(ChatStore, UsageStore, SharedLimits, Protocol):
+    """A thread's parent chat, the day's spend every worker records, and the usage rows."""
+
+
 class Meter:
     """Reads today's spend from the store (so every worker shares one budget) and records calls."""
 
-    def __init__(self, store: Store, *, clock: Callable[[], float], metrics: Metrics) -> None:
+    def __init__(
+        self, store: MeteredStore, *, clock: Callable[[], float], metrics: Metrics
+    ) -> None:
         self._store = store
         self._clock = clock
         self._metrics = metrics

@@ -9,7 +9,7 @@ import os
 from dataclasses import dataclass
 from typing import Protocol
 
-from compactbot.bot.store.base import Store
+from compactbot.bot.store.chat_store import ChatStore
 from compactbot.bot.turns.exclusivity import TurnLanes
 
 log = logging.getLogger(__name__)
@@ -54,7 +54,7 @@ class StoreProbe:
 
     name = "store"
 
-    def __init__(self, store: Store, path: str | None = None) -> None:
+    def __init__(self, store: ChatStore, path: str | None = None) -> None:
         self._store = store
         self._path = path
         self._identity: tuple[int, int] | None = None

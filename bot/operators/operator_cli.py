@@ -9,7 +9,6 @@ import argparse
 import datetime as dt
 import sys
 from collections import Counter
-from pathlib import Path
 
 from compactbot.bot import plugins
 from compactbot.bot.app import App
@@ -19,9 +18,8 @@ from compactbot.bot.operators.terminal_text import terminal_safe
 from compactbot.bot.settings import chat_settings
 from compactbot.bot.settings.chat_settings import SettingError
 from compactbot.bot.settings.config import Config
-from compactbot.bot.store.backends import create_store, parse_store_url
-from compactbot.bot.store.base import SessionRecord, Store, StoredMessage, StoreError
-from compactbot.bot.store.sqlite import SqliteStore
+from compactbot.bot.store.backends import create_read_only_store
+from compactbot.bot.store.base import SessionRecord, StoredMessage, StoreError
 from compactbot.compression.memory import MemoryEntry
 
 ERROR_EXIT_STATUS = 1
@@ -44,7 +42,8 @@ def _when(timestamp: float | None) -> str:
 async def dispatch(command: str, args: argparse.Namespace, config: Config) -> int:
     # Operator commands read and write the store; only `compress` may need the model.
     llm = None if command == "compress" else OfflineModel()
-    store = _read_only_store(config) if command in READ_ONLY_COMMANDS else None
+    read_only = command in READ_ONLY_COMMANDS
+    store = create_read_only_store(config.storage.database) if read_only else None
     try:
         async with App(config, llm=llm, store=store) as app:
             handler = {
@@ -66,18 +65,6 @@ async def dispatch(command: str, args: argparse.Namespace, config: Config) -> in
 async def _views(app: App, args: argparse.Namespace) -> None:
     for line in await operator_views.show(app.services.store, args.command, args):
         print(terminal_safe(line))
-
-
-def _read_only_store(config: Config) -> Store:
-    target = parse_store_url(config.storage.database)
-    if target.backend != "sqlite":
-        # Reports issue only reads, so a PostgreSQL store needs no special mode.
-        return create_store(target)
-    path = target.location
-    if path == ":memory:" or not Path(path).exists():
-        # Nothing stored yet: report on an empty store rather than create the file.
-        return SqliteStore(":memory:")
-    return SqliteStore(path, read_only=True)
 
 
 async def _open_sessions(app: App, chat_key: str) -> list[SessionRecord]:

@@ -59,13 +59,16 @@ async def dispatch(args: argparse.Namespace) -> int:
     try:
         source_target = parse_store_url(args.source)
         destination_target = parse_store_url(args.destination)
-        source = cast(CopyableStore, create_store(source_target))
-        destination = cast(CopyableStore, create_store(destination_target))
+        source = create_store(source_target)
+        destination = create_store(destination_target)
         await source.open()
         try:
             await destination.open()
             try:
-                report = await copy_store(source, destination)
+                # Both backends give raw access to their tables, which `Store` leaves out.
+                report = await copy_store(
+                    cast(CopyableStore, source), cast(CopyableStore, destination)
+                )
             finally:
                 await destination.close()
         finally:

@@ -9,15 +9,24 @@ import argparse
 import datetime as dt
 from collections import Counter, defaultdict
 from dataclasses import dataclass
+from typing import Protocol
 
 from compactbot.bot.compaction.report import CHANGED_OUTCOMES
-from compactbot.bot.store.base import CompressionEvent, Store
+from compactbot.bot.store.base import CompressionEvent
+from compactbot.bot.store.chat_store import ChatStore
+from compactbot.bot.store.event_store import CompressionEventStore
+from compactbot.bot.store.session_store import SessionStore
+from compactbot.bot.store.usage_store import UsageStore
 
 # A compaction that did not leave a model-written summary: it failed, or fell back to the
 # deterministic summary because the summary model failed.
 FAILED_OUTCOMES = frozenset({"aborted", "error", "fallback"})
 # Every recorded event is read to rank chats; a bound keeps a runaway table from exhausting memory.
 EVENTS_SCAN_LIMIT = 1_000_000
+
+
+class ViewedStore(ChatStore, SessionStore, CompressionEventStore, UsageStore, Protocol):
+    """What the views read: chats, their sessions' sizes, compaction events and usage."""
 
 
 class ViewError(Exception):
@@ -35,7 +44,9 @@ class ChatRank:
     last_failure: str | None
 
 
-async def top_chats(store: Store, by: str, *, days: int, limit: int, today: dt.date) -> list[str]:
+async def top_chats(
+    store: ViewedStore, by: str, *, days: int, limit: int, today: dt.date
+) -> list[str]:
     """Lines for the `limit` chats with the most tokens used, compactions or failures."""
     if days < 1 or limit < 1:
         raise ViewError("--days and --limit must be at least 1")
@@ -84,7 +95,7 @@ def _rank_line(rank: ChatRank, days: int) -> str:
     return line + (f" (last: {rank.last_failure})" if rank.last_failure else "")
 
 
-async def chat_events(store: Store, chat: str, *, limit: int) -> list[str]:
+async def chat_events(store: ViewedStore, chat: str, *, limit: int) -> list[str]:
     """The chat's newest `limit` compactions, oldest first: before → after, duration, outcome."""
     if limit < 1:
         raise ViewError("--limit must be at least 1")
@@ -108,7 +119,7 @@ def event_line(event: CompressionEvent) -> str:
     return line + (f"  error: {event.error}" if event.error else "")
 
 
-async def show(store: Store, command: str, args: argparse.Namespace) -> list[str]:
+async def show(store: ViewedStore, command: str, args: argparse.Namespace) -> list[str]:
     """The lines of `chats --top` or `events` (the operator CLI prints them)."""
     if command == "events":
         return await chat_events(store, args.chat, limit=args.limit)

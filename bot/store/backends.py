@@ -1,4 +1,5 @@
-"""Which backend a `COMPACTBOT_DB` value names, and the store that opens it."""
+"""Which backend a `COMPACTBOT_DB` value names and the store that opens it, typed `Store`: every
+storage protocol at once, named only here and at the composition root."""
 
 from __future__ import annotations
 
@@ -6,18 +7,63 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Literal, Protocol
 
-from compactbot.bot.store.base import Store, StoreError
+from compactbot.bot.store.base import StoreError
+from compactbot.bot.store.chat_store import ChatStore
+from compactbot.bot.store.dead_letters import DeadLetterStore
+from compactbot.bot.store.dedup_store import DedupStore
+from compactbot.bot.store.event_store import CompressionEventStore
+from compactbot.bot.store.forget_store import ForgetStore
+from compactbot.bot.store.lock_store import LockStore
+from compactbot.bot.store.pin_store import PinStore
 from compactbot.bot.store.postgres import PostgresStore
 from compactbot.bot.store.postgres_database import redacted_dsn
+from compactbot.bot.store.revision_store import RevisionStore
+from compactbot.bot.store.session_store import SessionStore
+from compactbot.bot.store.settings_store import SettingsStore
+from compactbot.bot.store.shared_limits import SharedLimits
 from compactbot.bot.store.sqlite import SqliteStore
+from compactbot.bot.store.transcript_store import TranscriptReads, TranscriptWrites
+from compactbot.bot.store.usage_store import UsageStore
 
 Backend = Literal["sqlite", "postgresql"]
 
 _SQLITE_SCHEMES = ("sqlite:///", "sqlite://", "sqlite:")
 _POSTGRES_SCHEMES = ("postgresql://", "postgres://")
 EXPECTED = "a file path, sqlite:///path or postgresql://user@host/database"
+
+
+class StoreLifecycle(Protocol):
+    """Opening and closing a backend, and the metrics hook on its commits."""
+
+    async def open(self) -> None: ...
+    async def close(self) -> None: ...
+    def observe_commits(self, callback: Callable[[float], None]) -> None:
+        """`callback(seconds)` after every committed write transaction (the metrics hook)."""
+        ...
+
+
+class Store(
+    ChatStore,
+    SessionStore,
+    TranscriptReads,
+    TranscriptWrites,
+    PinStore,
+    SettingsStore,
+    LockStore,
+    DedupStore,
+    CompressionEventStore,
+    UsageStore,
+    DeadLetterStore,
+    RevisionStore,
+    ForgetStore,
+    SharedLimits,
+    StoreLifecycle,
+    Protocol,
+):
+    """Everything the service persists, as one backend implements it; one writer at a time.
+    Consumers name the protocols they use instead (tests/structure/test_store_protocols.py)."""
 
 
 class UnsupportedStore(StoreError):
@@ -60,6 +106,19 @@ def create_store(
     if target.backend == "postgresql":
         return PostgresStore(target.location, clock=clock)
     return SqliteStore(target.location, clock=clock)
+
+
+def create_read_only_store(url_or_path: str | Path) -> Store:
+    """A store for reports, not yet opened: an SQLite file is opened read-only."""
+    target = parse_store_url(url_or_path)
+    if target.backend != "sqlite":
+        # Reports issue only reads, so a PostgreSQL store needs no special mode.
+        return create_store(target)
+    path = target.location
+    if path == ":memory:" or not Path(path).exists():
+        # Nothing stored yet: report on an empty store rather than create the file.
+        return SqliteStore(":memory:")
+    return SqliteStore(path, read_only=True)
 
 
 async def open_store(

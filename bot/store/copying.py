@@ -6,7 +6,8 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Protocol
 
-from compactbot.bot.store.base import Store, StoreError
+from compactbot.bot.store.base import StoreError
+from compactbot.bot.store.session_store import SessionStore
 from compactbot.bot.store.tables import COPIED_TABLES, CopiedTable, Row, StoreTables
 
 
@@ -14,7 +15,9 @@ class CopyRefused(StoreError):
     """The destination already holds data: a copy would mix two stores' ids."""
 
 
-class CopyableStore(Store, Protocol):
+class CopyableStore(SessionStore, Protocol):
+    """Raw tables to copy, and the sessions whose totals the copy is checked against."""
+
     def tables(self) -> StoreTables: ...
 
 

@@ -41,7 +41,7 @@ _ADJUST_SESSION_SQL = (
 
 
 class PostgresRevisions:
-    """The `Store` methods for messages addressed by platform id; `PostgresStore` inherits them."""
+    """`RevisionStore` on PostgreSQL; `PostgresStore` inherits it."""
 
     _db: PostgresDatabase
     _clock: Callable[[], float]

@@ -36,7 +36,7 @@ _REWRITE_MERGED_SQL = (
 
 
 class Revisions:
-    """The `Store` methods for messages addressed by platform id; `SqliteStore` inherits them."""
+    """`RevisionStore` on SQLite; `SqliteStore` inherits it."""
 
     _db: Database
     _clock: Callable[[], float]

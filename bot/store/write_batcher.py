@@ -14,7 +14,8 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
-from compactbot.bot.store.base import IngestItem, IngestResult, NewMessage, Store
+from compactbot.bot.store.base import IngestItem, IngestResult, NewMessage
+from compactbot.bot.store.transcript_store import TranscriptWrites
 
 log = logging.getLogger(__name__)
 
@@ -123,9 +124,9 @@ class WriteBatcher(Generic[T, R]):
 
 
 class BatchedAppends:
-    """`Store.append_messages` with group commit: concurrent appends share one transaction."""
+    """`append_messages` with group commit: concurrent appends share one transaction."""
 
-    def __init__(self, store: Store, *, window_seconds: float = WINDOW_SECONDS) -> None:
+    def __init__(self, store: TranscriptWrites, *, window_seconds: float = WINDOW_SECONDS) -> None:
         self._batcher: WriteBatcher[tuple[int, Sequence[NewMessage]], list[int]] = WriteBatcher(
             store.append_batch, window_seconds=window_seconds
         )
@@ -143,9 +144,9 @@ class BatchedAppends:
 
 
 class BatchedIngest:
-    """`Store.ingest` with group commit: runs of several chats share one transaction."""
+    """`TranscriptWrites.ingest` with group commit: runs of several chats share one transaction."""
 
-    def __init__(self, store: Store, *, window_seconds: float = WINDOW_SECONDS) -> None:
+    def __init__(self, store: TranscriptWrites, *, window_seconds: float = WINDOW_SECONDS) -> None:
         self._store = store
         self._batcher: WriteBatcher[Sequence[IngestItem], list[IngestResult]] = WriteBatcher(
             self._ingest_runs, window_seconds=window_seconds

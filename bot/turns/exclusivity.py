@@ -18,7 +18,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Protocol
 
-from compactbot.bot.store.base import BookkeepingStore
+from compactbot.bot.store.lock_store import LockStore
 
 log = logging.getLogger(__name__)
 
@@ -112,7 +112,7 @@ class StoreLeases:
 
     def __init__(
         self,
-        store: BookkeepingStore,
+        store: LockStore,
         *,
         ttl_seconds: float = 300.0,
         sleep: Sleep = asyncio.sleep,

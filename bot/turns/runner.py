@@ -5,14 +5,16 @@ from __future__ import annotations
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from compactbot.bot.compaction.session_compactor import SessionCompactor
 from compactbot.bot.llm.client import LLMClient, LLMResponse
 from compactbot.bot.llm.errors import ContextOverflowError, LLMError
 from compactbot.bot.llm.metering import BudgetExhausted, budget_notice, spending_for
 from compactbot.bot.llm.stream import TextSink, complete_maybe_streaming
-from compactbot.bot.store.base import NewMessage, SessionRecord, Store, StoredMessage, TurnFence
-from compactbot.bot.turns.tools import TOOL_SCHEMAS, ToolContext, run_tool
+from compactbot.bot.store.base import NewMessage, SessionRecord, StoredMessage, TurnFence
+from compactbot.bot.store.transcript_store import TranscriptWrites
+from compactbot.bot.turns.tools import TOOL_SCHEMAS, ToolContext, ToolStore, run_tool
 from compactbot.bot.turns.working_set import ActiveTranscript, WorkingSet
 from compactbot.compression import CompressorConfig, ContextCompressor
 from compactbot.compression.hygiene import needs_room
@@ -80,12 +82,16 @@ class _Turn:
     archived_anchor: StoredMessage | None = None
 
 
+class TurnStore(ToolStore, TranscriptWrites, Protocol):
+    """What a turn uses: its tools' store, the session's state, and appends of what it says."""
+
+
 class AgentRunner:
     """Answers one addressed message; everything it produces is stored as it happens."""
 
     def __init__(
         self,
-        store: Store,
+        store: TurnStore,
         llm: LLMClient,
         compactor: SessionCompactor,
         counter: TokenCounter,

@@ -7,10 +7,14 @@ import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Protocol
 
 from compactbot.bot.llm.client import ToolCall
-from compactbot.bot.store.base import SearchHit, Store, StoredMessage, StoreError
+from compactbot.bot.store.base import SearchHit, StoredMessage, StoreError
+from compactbot.bot.store.event_store import CompressionEventStore
+from compactbot.bot.store.pin_store import PinStore
+from compactbot.bot.store.session_store import SessionStore
+from compactbot.bot.store.transcript_store import TranscriptReads
 from compactbot.bot.turns.recall import (
     DEFAULT_RECALL_LIMIT,
     MAX_RECALL_LIMIT,
@@ -47,9 +51,13 @@ class ToolArgumentError(ValueError):
     """The model called a tool with arguments that do not fit its schema."""
 
 
+class ToolStore(SessionStore, TranscriptReads, PinStore, CompressionEventStore, Protocol):
+    """What the tools read (the transcript, memory, pins, compaction events) and write (a pin)."""
+
+
 @dataclass(frozen=True, slots=True)
 class ToolContext:
-    store: Store
+    store: ToolStore
     chat_key: str
     session_id: int
     author_id: str | None

@@ -15,7 +15,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from compactbot.bot.store.base import SessionRecord, Store, StoredMessage
+from compactbot.bot.store.base import SessionRecord, StoredMessage
+from compactbot.bot.store.transcript_store import TranscriptReads
 
 log = logging.getLogger(__name__)
 
@@ -109,7 +110,7 @@ class WorkingSet:
     """Per-session active transcripts, least recently used dropped first."""
 
     def __init__(
-        self, store: Store, *, max_sessions: int = MAX_SESSIONS, max_rows: int = MAX_ROWS
+        self, store: TranscriptReads, *, max_sessions: int = MAX_SESSIONS, max_rows: int = MAX_ROWS
     ) -> None:
         if max_sessions < 1 or max_rows < 1:
             raise ValueError(f"working set bounds must be positive: {max_sessions}, {max_rows}")

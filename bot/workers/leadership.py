@@ -14,7 +14,6 @@ from typing import Any, Protocol
 
 import asyncpg
 
-from compactbot.bot.store.base import Store
 from compactbot.bot.store.postgres import PostgresStore
 from compactbot.bot.store.postgres_database import redacted_dsn
 
@@ -185,8 +184,9 @@ class AdvisoryLeadership:
             raise ConnectionLost
 
 
-def leadership_for(store: Store) -> Leadership:
-    """An advisory-lock campaign on PostgreSQL (several workers); the sole leader otherwise."""
+def leadership_for(store: object) -> Leadership:
+    """An advisory-lock campaign on PostgreSQL (several workers); the sole leader otherwise.
+    Only the store's backend matters: the campaign holds a connection of its own."""
     if isinstance(store, PostgresStore):
         return AdvisoryLeadership(store.dsn)
     return SoleLeader()

@@ -17,7 +17,7 @@ import aiosqlite
 import pytest
 
 from compactbot.bot.compaction.session_compactor import SessionCompactor
-from compactbot.bot.store import Store
+from compactbot.bot.store.backends import Store
 from compactbot.bot.store.base import CompressionEvent, NewMessage, SessionRecord, StoredMessage
 from compactbot.bot.store.database import Database
 from compactbot.bot.store.sqlite import SqliteStore

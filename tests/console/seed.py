@@ -9,7 +9,8 @@ from __future__ import annotations
 import datetime as dt
 from dataclasses import dataclass, replace
 
-from compactbot.bot.store.base import CompressionEvent, NewMessage, Store
+from compactbot.bot.store.backends import Store
+from compactbot.bot.store.base import CompressionEvent, NewMessage
 from compactbot.compression import SUMMARY_END_MARKER, SUMMARY_PREFIX
 from compactbot.compression.memory import ENTRY_KINDS, Memory, MemoryEntry
 from compactbot.compression.state import CompressorState

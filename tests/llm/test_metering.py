@@ -20,7 +20,7 @@ from compactbot.bot.llm.metering import (
 from compactbot.bot.llm.offline_model import OfflineModel
 from compactbot.bot.operators.metrics import Metrics
 from compactbot.bot.store import SqliteStore
-from compactbot.bot.store.base import Store
+from compactbot.bot.store.backends import Store
 from compactbot.compression.summarizer import SummaryRequest
 
 NOW = dt.datetime(2026, 6, 1, 22, 30, tzinfo=dt.UTC).timestamp()

@@ -13,7 +13,7 @@ from compactbot.bot.cli import build_parser
 from compactbot.bot.operators import operator_cli
 from compactbot.bot.settings.config import Config
 from compactbot.bot.store import CompressionEvent, NewMessage, SqliteStore
-from compactbot.bot.store.base import Store
+from compactbot.bot.store.backends import Store
 from tests.harness import make_config
 
 STARTED = dt.datetime(2026, 11, 30, 8, 0, tzinfo=dt.UTC).timestamp()

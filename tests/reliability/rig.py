@@ -14,7 +14,8 @@ import yaml
 
 from compactbot.bot.llm.client import LLMResponse
 from compactbot.bot.settings.config import Config
-from compactbot.bot.store.base import Store, StoredMessage
+from compactbot.bot.store.backends import Store
+from compactbot.bot.store.base import StoredMessage
 from compactbot.compression.tokens import counter_for
 from tests.harness import make_config
 

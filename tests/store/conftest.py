@@ -16,7 +16,8 @@ from pathlib import Path
 import asyncpg
 import pytest
 
-from compactbot.bot.store import PostgresStore, SqliteStore, Store
+from compactbot.bot.store import PostgresStore, SqliteStore
+from compactbot.bot.store.backends import Store
 from tests import postgres_server
 
 START_TIME = 1_800_000_000.0

@@ -5,7 +5,7 @@ from __future__ import annotations
 import datetime as dt
 
 from compactbot.bot.commands.catchup import CatchupQuery, MemorySource
-from compactbot.bot.store import Store
+from compactbot.bot.store.backends import Store
 from compactbot.compression.memory import Memory, MemoryEntry
 from tests.store.factories import summary, user
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 
-from compactbot.bot.store import Store
+from compactbot.bot.store.backends import Store
 from compactbot.compression.memory import Memory, MemoryEntry
 from tests.store.factories import assistant, summary, user
 

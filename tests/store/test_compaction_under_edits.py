@@ -5,7 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 
 from compactbot.bot.compaction.session_compactor import SessionCompactor, UsageSink
-from compactbot.bot.store import NewMessage, Store
+from compactbot.bot.store import NewMessage
+from compactbot.bot.store.backends import Store
 from compactbot.compression import CompressorConfig, Summarizer, SummaryRequest
 from compactbot.compression.deterministic import deterministic_summary
 from compactbot.compression.tokens import counter_for

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import asyncpg
 
-from compactbot.bot.store import NewMessage, PostgresStore, SqliteStore, Store
+from compactbot.bot.store import NewMessage, PostgresStore, SqliteStore
+from compactbot.bot.store.backends import Store
 from compactbot.compression.memory import Memory, MemoryEntry
 from tests.store.conftest import ManualClock
 from tests.store.factories import assistant, summary, user

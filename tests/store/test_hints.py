@@ -5,7 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from compactbot.bot.compaction.session_compactor import SessionCompactor
-from compactbot.bot.store import NewMessage, Store
+from compactbot.bot.store import NewMessage
+from compactbot.bot.store.backends import Store
 from compactbot.bot.store.base import IngestItem
 from compactbot.compression import CompressorConfig
 from compactbot.compression.message_hints import FEATURELESS, RULES_VERSION, message_hints

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from compactbot.bot.store import Store
+from compactbot.bot.store.backends import Store
 from compactbot.bot.store.base import IngestItem, NewMessage
 from tests.store.factories import user
 

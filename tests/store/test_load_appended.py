@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from compactbot.bot.store import SessionNotFound, Store
+from compactbot.bot.store import SessionNotFound
+from compactbot.bot.store.backends import Store
 from tests.store.factories import summary, user
 
 

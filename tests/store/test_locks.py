@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 
-from compactbot.bot.store import Store
+from compactbot.bot.store.backends import Store
 from tests.store.conftest import ManualClock
 
 TTL_SECONDS = 300.0

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from compactbot.bot.store import CompressionEvent, NewMessage, SqliteStore, Store
+from compactbot.bot.store import CompressionEvent, NewMessage, SqliteStore
+from compactbot.bot.store.backends import Store
 from compactbot.compression.state import CompressorState
 from tests.store.conftest import ManualClock
 from tests.store.factories import summary, user

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from compactbot.bot.store import NewMessage, Store
+from compactbot.bot.store import NewMessage
+from compactbot.bot.store.backends import Store
 from compactbot.compression.template import SUMMARY_END_MARKER, merge_into, wrap_summary
 from tests.store.factories import summary, user
 

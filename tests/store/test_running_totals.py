@@ -5,7 +5,8 @@ from __future__ import annotations
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from compactbot.bot.store import NewMessage, SessionRecord, Store
+from compactbot.bot.store import NewMessage, SessionRecord
+from compactbot.bot.store.backends import Store
 from tests.store.conftest import FreshStore
 
 tokens = st.integers(min_value=0, max_value=5000)

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from compactbot.bot.store import NewMessage, Store
+from compactbot.bot.store import NewMessage
+from compactbot.bot.store.backends import Store
 from tests.store.factories import summary, user
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from compactbot.bot.store import Store
+from compactbot.bot.store.backends import Store
 from compactbot.bot.store.settings_cache import SETTINGS_CACHE_SECONDS
 from tests.store.conftest import ManualClock, SameStore
 

@@ -6,7 +6,8 @@ import asyncio
 
 import pytest
 
-from compactbot.bot.store import NewMessage, SessionNotFound, Store
+from compactbot.bot.store import NewMessage, SessionNotFound
+from compactbot.bot.store.backends import Store
 from tests.store.conftest import INTEGRITY_ERRORS
 from tests.store.factories import user
 

@@ -6,7 +6,8 @@ from typing import Any
 
 from compactbot.bot.compaction.session_compactor import SessionCompactor
 from compactbot.bot.llm.client import LLMResponse, ToolCall
-from compactbot.bot.store import NewMessage, Store
+from compactbot.bot.store import NewMessage
+from compactbot.bot.store.backends import Store
 from compactbot.bot.turns.runner import AgentRunner, TurnRequest
 from compactbot.bot.turns.working_set import WorkingSet
 from compactbot.compression import CompressorConfig

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from compactbot.bot.store import Store
+from compactbot.bot.store.backends import Store
 from compactbot.bot.turns.working_set import WorkingSet
 from tests.store.conftest import SameStore
 from tests.store.factories import assistant, summary, user

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 
 import pytest
 
-from compactbot.bot.store import Store
+from compactbot.bot.store.backends import Store
 from compactbot.bot.store.write_batcher import BatchedAppends, BatcherClosed, WriteBatcher
 from tests.store.factories import user
 

@@ -11,8 +11,27 @@ from compactbot.bot.operators.doctor_report import Finding
 from compactbot.bot.operators.health import Readiness
 from compactbot.bot.services import Services
 from compactbot.bot.settings.config import Config
-from compactbot.bot.store.base import Store
+from compactbot.bot.store.chat_store import ChatStore
 from compactbot.bot.store.console_records import ConsoleRecords
+from compactbot.bot.store.event_store import CompressionEventStore
+from compactbot.bot.store.pin_store import PinStore
+from compactbot.bot.store.session_store import SessionStore
+from compactbot.bot.store.settings_store import SettingsStore
+from compactbot.bot.store.transcript_store import TranscriptReads
+from compactbot.bot.store.usage_store import UsageStore
+
+
+class ConsoleStore(
+    ChatStore,
+    SessionStore,
+    TranscriptReads,
+    PinStore,
+    CompressionEventStore,
+    UsageStore,
+    SettingsStore,
+    Protocol,
+):
+    """What the pages show, and settings, the one thing they change through this store."""
 
 
 class ModelFacts(Protocol):
@@ -42,7 +61,7 @@ class ConsoleDeps:
     trusted_proxies: frozenset[str]
 
     @property
-    def store(self) -> Store:
+    def store(self) -> ConsoleStore:
         return self.services.store
 
     @property
