@@ -14,6 +14,7 @@ from compactbot.bot.settings.config import Config
 from compactbot.bot.store.chat_store import ChatStore
 from compactbot.bot.store.console_records import ConsoleRecords
 from compactbot.bot.store.event_store import CompressionEventStore
+from compactbot.bot.store.forget_store import ForgetStore
 from compactbot.bot.store.pin_store import PinStore
 from compactbot.bot.store.session_store import SessionStore
 from compactbot.bot.store.settings_store import SettingsStore
@@ -29,9 +30,11 @@ class ConsoleStore(
     CompressionEventStore,
     UsageStore,
     SettingsStore,
+    ForgetStore,
     Protocol,
 ):
-    """What the pages show, and settings, the one thing they change through this store."""
+    """What the pages show, and what they change through this store: settings, and the
+    forgetting a purge asks for."""
 
 
 class ModelFacts(Protocol):

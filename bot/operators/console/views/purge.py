@@ -11,10 +11,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from compactbot.bot.operators.console.deps import ConsoleDeps
+from compactbot.bot.operators.console.deps import ConsoleDeps, ConsoleStore
 from compactbot.bot.operators.console.sessions import Viewer
 from compactbot.bot.operators.console.views.chat import chat_or_404
-from compactbot.bot.store.base import ChatRecord, SearchHit, Store, StoredMessage
+from compactbot.bot.store.base import ChatRecord, SearchHit, StoredMessage
 from compactbot.bot.store.console_records import AuditEntry
 
 log = logging.getLogger(__name__)
@@ -93,7 +93,7 @@ async def purge(deps: ConsoleDeps, viewer: Viewer, target: PurgeTarget) -> int:
     return count
 
 
-async def rows_of_hits(store: Store, hits: Sequence[SearchHit]) -> dict[int, StoredMessage]:
+async def rows_of_hits(store: ConsoleStore, hits: Sequence[SearchHit]) -> dict[int, StoredMessage]:
     """The stored rows behind search hits, by id: their author and platform id name a purge."""
     wanted: dict[int, list[int]] = {}
     for hit in hits:
@@ -105,7 +105,7 @@ async def rows_of_hits(store: Store, hits: Sequence[SearchHit]) -> dict[int, Sto
 
 
 async def _chat_message(
-    store: Store, chat: ChatRecord, session_raw: str | None, message_raw: str | None
+    store: ConsoleStore, chat: ChatRecord, session_raw: str | None, message_raw: str | None
 ) -> StoredMessage:
     """The row `message_raw` of session `session_raw`, which must be one of this chat's."""
     session_id, message_id = _as_id(session_raw), _as_id(message_raw)
