@@ -141,6 +141,17 @@ def norm_subject(subject: str | None) -> str | None:
     return words or None
 
 
+def _subject_key(entry: MemoryEntry) -> tuple[str, str] | None:
+    """What a newer value replaces: its subject, and for a member's own subject ("Alice's
+    timezone") its author, so one who only shows the same name cannot replace it (SPEC 16)."""
+    subject = norm_subject(entry.subject) if entry.kind in VALUE_KINDS else None
+    if subject is None:
+        return None
+    speaker = " ".join((entry.speaker or "").lower().split())
+    personal = bool(speaker) and subject.startswith(f"{speaker}'s ")
+    return subject, entry.author_ids[0] if personal and entry.author_ids else ""
+
+
 def apply_update(memory: Memory, update: MemoryUpdate) -> Memory:
     """`memory` with `update` folded in; untouched entries are the very same objects."""
     if update.empty:
@@ -150,11 +161,7 @@ def apply_update(memory: Memory, update: MemoryUpdate) -> Memory:
     # Superseded wordings count too: a quote of an old value must not bring it back as current.
     # A repeat is one entry with all its sources.
     seen_text = {(e.kind, norm_text(e.text)): e.id for e in entries}
-    by_subject = {
-        norm_subject(e.subject): e.id
-        for e in entries
-        if e.shown and e.kind in VALUE_KINDS and e.subject
-    }
+    by_subject = {key: e.id for e in entries if e.shown and (key := _subject_key(e)) is not None}
     names = {e.text.lower() for e in entries if e.kind == "participant"}
     next_id = memory.next_id
     explicit = update.supersedes or {}
@@ -171,10 +178,12 @@ def apply_update(memory: Memory, update: MemoryUpdate) -> Memory:
             names.add(addition.text.lower())
         entry = replace(addition, id=next_id, status="current", superseded_by=None)
         next_id += 1
-        subject = norm_subject(entry.subject) if entry.kind in VALUE_KINDS else None
+        subject = _subject_key(entry)
         old_id = explicit.get(position)
         if old_id is None and subject is not None:
             old_id = by_subject.get(subject)
+            if old_id is None and subject[1]:  # a value stored before its author was known
+                old_id = by_subject.get((subject[0], ""))
         if old_id is not None and old_id in index_of:
             old = entries[index_of[old_id]]
             if old.shown:

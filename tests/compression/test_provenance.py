@@ -11,7 +11,7 @@ from compactbot.compression import (
     MessageSource,
     SummaryTransientError,
 )
-from compactbot.compression.memory import Memory, MemoryEntry
+from compactbot.compression.memory import Memory, MemoryEntry, MemoryUpdate, apply_update
 from tests.compression.scripted import (
     FILLER,
     FakeClock,
@@ -148,3 +148,24 @@ async def test_a_span_read_again_from_the_archive_is_attributed_to_its_authors()
     assert result.outcome == "compressed" and result.memory is not None
     [rule] = [e for e in result.memory.entries if e.text == written]
     assert (rule.speaker, rule.author_ids) == ("Mallory", (MALLORY,))
+
+
+def test_a_members_own_value_is_replaced_only_by_that_member_not_by_a_namesake() -> None:
+    def timezone(value: str, author: str) -> MemoryEntry:
+        return MemoryEntry(
+            0, "fact", f"my timezone is {value}", subject="Alice's timezone", speaker="Alice",
+            author_ids=(author,),
+        )  # fmt: skip
+
+    memory = apply_update(Memory(), MemoryUpdate(additions=(timezone("UTC+1", ADMIN_ALICE),)))
+    namesake = apply_update(memory, MemoryUpdate(additions=(timezone("UTC+9", OTHER_ALICE),)))
+    assert [(e.text, e.status) for e in namesake.entries] == [
+        ("my timezone is UTC+1", "current"),
+        ("my timezone is UTC+9", "current"),
+    ]
+    herself = apply_update(namesake, MemoryUpdate(additions=(timezone("UTC+2", ADMIN_ALICE),)))
+    assert [(e.text, e.status) for e in herself.entries] == [
+        ("my timezone is UTC+1", "superseded"),
+        ("my timezone is UTC+9", "current"),
+        ("my timezone is UTC+2", "current"),
+    ]
