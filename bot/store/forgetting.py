@@ -1,8 +1,10 @@
 """What forgetting changes (SPEC 16), the same on every backend: a plan from the rows read.
 
-The forgotten rows are deleted. Memory entries built from them (citing them, quoting them, or,
-unattributed, sharing their rarest words) are dropped, and every summary, bot reply and tool
-result of the chat loses the lines that quote a forgotten text or a dropped entry.
+The forgotten rows are deleted, except a compaction's copy of a kept message with the summary
+merged into it: that keeps the summary alone, cut loose from the message. Memory entries built
+from them (citing them, quoting them, or, unattributed, sharing their rarest words) are dropped,
+and every summary, bot reply and tool result of the chat loses the lines that quote a forgotten
+text or a dropped entry.
 """
 
 from __future__ import annotations
@@ -14,8 +16,11 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from compactbot.bot.store.merged_copies import merged_rewrite
+from compactbot.bot.store.rows import decode_content
 from compactbot.compression.memory import Memory, MemoryEntry, norm_text
-from compactbot.compression.transcript import split_speaker
+from compactbot.compression.template import MERGE_DELIMITER
+from compactbot.compression.transcript import content_text, split_speaker
 
 # A shorter text ("ok", "thanks") is no evidence that a line quotes it.
 MIN_NEEDLE_CHARS = 6
@@ -33,6 +38,8 @@ class TargetRow:
     active: bool
     tokens: int
     text: str
+    content: str | None = None  # as stored: a summary may be merged into it
+    content_format: str = "text"
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,6 +61,9 @@ class Rewrite:
     content: str
     content_format: str
     tokens: int
+    # A merged copy left with its summary alone: no longer the member's message (its platform
+    # id, author and revisions go).
+    detach: bool = False
 
 
 @dataclass(slots=True)
@@ -79,20 +89,44 @@ def plan(
     previous_summaries: Mapping[int, str | None],
 ) -> ForgetPlan:
     """Everything to change so that no forgotten text survives anywhere the model reads."""
-    result = ForgetPlan(deleted=[t.id for t in targets])
+    result = ForgetPlan()
     gone = {t.id for t in targets}
+    summaries: dict[int, TextRow] = {}  # merged copies: the summary each keeps
+    texts: list[str] = []
     for target in targets:
+        kept = merged_rewrite(target.content, target.content_format, None)
+        if kept is None:
+            result.deleted.append(target.id)
+            texts.append(target.text)
+            removed = target.tokens
+        else:
+            body = content_text(decode_content(kept.text, kept.content_format))
+            # The member's words only: the summary and the line that joins them stay quotable.
+            texts.append(target.text.replace(body, "").replace(MERGE_DELIMITER.strip(), ""))
+            row = TextRow(
+                target.id, target.session_id, target.active, 0, kept.text, kept.content_format
+            )
+            summaries[target.id] = replace(row, tokens=_share(target.tokens, kept.text, target))
+            removed = target.tokens - summaries[target.id].tokens
         if target.active:
             tokens, count = result.totals.get(target.session_id, (0, 0))
-            result.totals[target.session_id] = (tokens + target.tokens, count + 1)
-    texts = [target.text for target in targets]
+            result.totals[target.session_id] = (tokens + removed, count + (kept is None))
     base = needles_of(texts)
     needles: dict[int, list[str]] = {}
     for session_id, memory in memories.items():
-        kept, dropped = scrub_memory(memory, {str(i) for i in gone}, texts, base)
+        kept_memory, dropped = scrub_memory(memory, {str(i) for i in gone}, texts, base)
         needles[session_id] = base + needles_of(e.text for e in dropped)
-        if kept != memory:
-            result.memories[session_id] = kept
+        if kept_memory != memory:
+            result.memories[session_id] = kept_memory
+    for row in summaries.values():
+        cleaned = scrub_row(row, needles.get(row.session_id, base))
+        final = cleaned or Rewrite(
+            row.id, row.session_id, row.content or "", row.content_format, row.tokens
+        )
+        result.rewrites.append(replace(final, detach=True))
+        if row.active and cleaned is not None:
+            tokens, count = result.totals[row.session_id]
+            result.totals[row.session_id] = (tokens + row.tokens - cleaned.tokens, count)
     for row in text_rows:
         if row.id in gone:
             continue
@@ -109,6 +143,11 @@ def plan(
             if scrubbed != summary:
                 result.previous_summaries[session_id] = scrubbed or None
     return result
+
+
+def _share(tokens: int, content: str, target: TargetRow) -> int:
+    """A part's tokens, proportional to its characters: a compaction recounts exactly."""
+    return math.ceil(tokens * len(content) / max(1, len(target.content or "")))
 
 
 def needles_of(texts: Iterable[str]) -> list[str]:

@@ -69,7 +69,9 @@ class PostgresForget:
             if not found:
                 return 0
             targets = [
-                TargetRow(r[0], r[1], r[2], r[3], content_text(decode_content(r[4], r[5])))
+                TargetRow(
+                    r[0], r[1], r[2], r[3], content_text(decode_content(r[4], r[5])), r[4], r[5]
+                )
                 for r in found
             ]
             memories = {}
@@ -120,6 +122,15 @@ async def _apply(
             search,
             r.id,
         )
+    detached = [r.id for r in changes.rewrites if r.detach]
+    await conn.execute(
+        "DELETE FROM message_revisions WHERE message_id = ANY($1::bigint[])", detached
+    )
+    await conn.execute(
+        "UPDATE messages SET platform_message_id = NULL, author_id = NULL, author_name = NULL"
+        " WHERE id = ANY($1::bigint[])",
+        detached,
+    )
     for session_id, summary in changes.previous_summaries.items():
         await conn.execute(
             "UPDATE sessions SET previous_summary = $1 WHERE id = $2", summary, session_id

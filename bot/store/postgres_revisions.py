@@ -98,43 +98,6 @@ class PostgresRevisions:
                     )
         return True
 
-    async def delete_platform_message(self, chat_key: str, platform_message_id: str) -> bool:
-        """Blank the message, its copies and revisions, and take them out of the transcript."""
-        async with self._db.transaction() as conn:
-            targets = await _locked_copies(conn, chat_key, platform_message_id)
-            if not targets:
-                return False
-            source = member_row(targets)
-            for target in targets:
-                merged = merged_rewrite(target["content"], target["content_format"], None)
-                if merged is None:
-                    await conn.execute(
-                        "UPDATE messages SET content = NULL, content_format = 'null', tokens = 0,"
-                        " tool_calls = NULL, hints = NULL, active = FALSE, search_text = ''"
-                        " WHERE id = $1",
-                        target["id"],
-                    )
-                    if target["active"]:
-                        await conn.execute(
-                            _ADJUST_SESSION_SQL, -target["tokens"], -1, target["session_id"]
-                        )
-                    continue
-                # The summary stays live on its own; it is no copy of the message any more.
-                after = merged_tokens(target["tokens"], source["tokens"], 0)
-                await _rewrite_merged(conn, target, merged, after)
-                await conn.execute(
-                    "UPDATE messages SET platform_message_id = NULL WHERE id = $1", target["id"]
-                )
-                if target["active"]:
-                    await conn.execute(
-                        _ADJUST_SESSION_SQL, after - target["tokens"], 0, target["session_id"]
-                    )
-            await conn.execute(
-                "DELETE FROM message_revisions WHERE message_id = ANY($1::bigint[])",
-                [target["id"] for target in targets],
-            )
-        return True
-
     async def set_message_content(
         self, message_id: int, content: Any, tokens: int, hints: int | None = None
     ) -> None:

@@ -1,4 +1,4 @@
-"""The storage protocol of stored messages by platform id: reply context, edits, deletes and
+"""The storage protocol of stored messages by platform id: reply context, edits and
 the revisions an edit keeps (bot/store/revisions.py, postgres_revisions.py)."""
 
 from __future__ import annotations
@@ -22,7 +22,6 @@ class RevisionStore(Protocol):
         tokens: int,
         hints: int | None = None,
     ) -> bool: ...
-    async def delete_platform_message(self, chat_key: str, platform_message_id: str) -> bool: ...
     async def message_revisions(self, message_id: int) -> list[str]: ...
     async def set_message_content(
         self, message_id: int, content: Any, tokens: int, hints: int | None = None

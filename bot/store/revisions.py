@@ -87,41 +87,6 @@ class Revisions:
                     await _adjust_session(conn, target["session_id"], after - target["tokens"], 0)
         return True
 
-    async def delete_platform_message(self, chat_key: str, platform_message_id: str) -> bool:
-        """Blank the message, its copies and revisions, and take them out of the transcript."""
-        async with self._db.transaction() as conn:
-            targets = await _with_copies(conn, chat_key, platform_message_id)
-            if not targets:
-                return False
-            source = member_row(targets)
-            for target in targets:
-                merged = merged_rewrite(target["content"], target["content_format"], None)
-                if merged is None:
-                    await conn.execute(
-                        "UPDATE messages SET content = NULL, content_format = 'null', tokens = 0,"
-                        " tool_calls = NULL, hints = NULL, active = 0 WHERE id = ?",
-                        (target["id"],),
-                    )
-                    if target["active"]:
-                        await _adjust_session(conn, target["session_id"], -target["tokens"], -1)
-                    continue
-                # The summary stays live on its own; it is no copy of the message any more.
-                after = merged_tokens(target["tokens"], source["tokens"], 0)
-                await conn.execute(
-                    _REWRITE_MERGED_SQL,
-                    (merged.text, merged.content_format, after, target["id"]),
-                )
-                await conn.execute(
-                    "UPDATE messages SET platform_message_id = NULL WHERE id = ?", (target["id"],)
-                )
-                if target["active"]:
-                    await _adjust_session(conn, target["session_id"], after - target["tokens"], 0)
-            await conn.executemany(
-                "DELETE FROM message_revisions WHERE message_id = ?",
-                [(target["id"],) for target in targets],
-            )
-        return True
-
     async def set_message_content(
         self, message_id: int, content: Any, tokens: int, hints: int | None = None
     ) -> None:

@@ -77,7 +77,9 @@ def _forget_in(
 ) -> int:
     found = conn.execute(f"{_CHAT_ROWS} WHERE s.chat_key = ? AND {where}", (chat_key, *params))
     targets = [
-        TargetRow(r[0], r[1], bool(r[2]), r[3], content_text(decode_content(r[4], r[5])))
+        TargetRow(
+            r[0], r[1], bool(r[2]), r[3], content_text(decode_content(r[4], r[5])), r[4], r[5]
+        )
         for r in found.fetchall()
     ]
     found.close()
@@ -126,6 +128,13 @@ def _apply(conn: sqlite3.Connection, changes: ForgetPlan) -> None:
         "UPDATE messages SET content = ?, content_format = ?, tokens = ?, hints = NULL"
         " WHERE id = ?",
         [(r.content, r.content_format, r.tokens, r.id) for r in changes.rewrites],
+    )
+    detached = [(r.id,) for r in changes.rewrites if r.detach]
+    conn.executemany("DELETE FROM message_revisions WHERE message_id = ?", detached)
+    conn.executemany(
+        "UPDATE messages SET platform_message_id = NULL, author_id = NULL, author_name = NULL"
+        " WHERE id = ?",
+        detached,
     )
     conn.executemany(
         "UPDATE sessions SET previous_summary = ? WHERE id = ?",
