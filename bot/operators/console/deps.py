@@ -6,13 +6,13 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Protocol
 
-from compactbot.bot.operators.console.sessions import SignIn
+from compactbot.bot.operators.console.sessions import SignIn, Viewer
 from compactbot.bot.operators.doctor_report import Finding
 from compactbot.bot.operators.health import Readiness
 from compactbot.bot.services import Services
 from compactbot.bot.settings.config import Config
 from compactbot.bot.store.chat_store import ChatStore
-from compactbot.bot.store.console_records import ConsoleRecords
+from compactbot.bot.store.console_records import AuditEntry, ConsoleRecords
 from compactbot.bot.store.event_store import CompressionEventStore
 from compactbot.bot.store.forget_store import ForgetStore
 from compactbot.bot.store.pin_store import PinStore
@@ -73,3 +73,8 @@ class ConsoleDeps:
 
     def now(self) -> float:
         return self.services.clock()
+
+    async def audit(self, viewer: Viewer, action: str, detail: str, chat_key: str) -> None:
+        """Write who changed what in which chat to the audit table, now."""
+        entry = AuditEntry(self.now(), viewer.who, viewer.role, action, detail, chat_key)
+        await self.records.record_audit(entry)

@@ -15,7 +15,6 @@ from compactbot.bot.operators.console.deps import ConsoleDeps, ConsoleStore
 from compactbot.bot.operators.console.sessions import Viewer
 from compactbot.bot.operators.console.views.chat import chat_or_404
 from compactbot.bot.store.base import ChatRecord, SearchHit, StoredMessage
-from compactbot.bot.store.console_records import AuditEntry
 
 log = logging.getLogger(__name__)
 
@@ -79,16 +78,7 @@ async def purge(deps: ConsoleDeps, viewer: Viewer, target: PurgeTarget) -> int:
         count = await store.forget_member(chat_key, target.subject)
     # Ids and counts only: the audit log must not keep the text it reports erasing.
     detail = f"{target.what} {target.subject}: {count} stored rows"
-    await deps.records.record_audit(
-        AuditEntry(
-            at=deps.now(),
-            who=viewer.who,
-            role=viewer.role,
-            action=PURGE_ACTION,
-            detail=detail,
-            chat_key=chat_key,
-        )
-    )
+    await deps.audit(viewer, PURGE_ACTION, detail, chat_key)
     log.info("console: %s purged a %s in %s: %d rows", viewer.who, target.what, chat_key, count)
     return count
 

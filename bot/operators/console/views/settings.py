@@ -12,7 +12,6 @@ from compactbot.bot.operators.console.deps import ConsoleDeps
 from compactbot.bot.operators.console.sessions import Viewer
 from compactbot.bot.settings import chat_settings
 from compactbot.bot.settings.chat_settings import SETTINGS, SettingError
-from compactbot.bot.store.console_records import AuditEntry
 
 MAX_AUDIT_DETAIL_CHARS = 300
 
@@ -78,16 +77,7 @@ async def change_setting(
         stored = chat_settings.parse_setting(key, value, deps.config, enforce_bounds=bounded)
         await store.set_chat_setting(chat_key, key, stored)
         detail = f"{key} = {stored}"
-    await deps.records.record_audit(
-        AuditEntry(
-            at=deps.now(),
-            who=viewer.who,
-            role=viewer.role,
-            action="setting",
-            detail=_clipped(detail),
-            chat_key=chat_key,
-        )
-    )
+    await deps.audit(viewer, "setting", _clipped(detail), chat_key)
     await deps.settings_changed(chat_key)
     return stored
 
