@@ -312,6 +312,9 @@ class SessionCompactor:
                 report.tokens_before,
                 report.tokens_before,
                 error="fenced out",
+                # The summary calls were made and paid for, committed or not.
+                summary_calls=report.summary_calls,
+                summary_cost_tokens=report.summary_cost_tokens,
             )
             await self._record_event(session, report, job.started)
             return False, report
