@@ -230,3 +230,25 @@ async def test_overview_and_chat_page_warn_when_pins_outgrow_the_memory_cap(
         chat = await (await http.get(f"{base}{chat_url(CHAT_A)}")).text()
     assert f"over the cap of {cap:,}" in overview
     assert f"cap of {cap:,}: the summary shows what fits" in chat
+
+
+async def test_the_overview_counts_a_chats_threads_against_its_daily_budget(
+    proxied: tuple[App, str],
+) -> None:
+    app, base = proxied
+    store = app.services.store
+    thread = f"{CHAT_A}:topic:7"
+    await store.upsert_chat(thread, "telegram", parent_key=CHAT_A)
+
+    async def spent(http: aiohttp.ClientSession) -> int:
+        page = await (await http.get(f"{base}/console/")).text()
+        first = re.search(r"([0-9,]+) of 2,000,000 tokens", page)  # the seeded chat's row
+        assert first is not None
+        return int(first.group(1).replace(",", ""))
+
+    async with aiohttp.ClientSession(cookie_jar=aiohttp.CookieJar(unsafe=True)) as http:
+        await _sign_in(http, base, "http")
+        before = await spent(http)
+        await store.add_usage(CHAT_A, "u1", "reply", 1_000, 234)
+        await store.add_usage(thread, "u2", "reply", 40_000, 1_000)
+        assert await spent(http) == before + 42_234

@@ -18,6 +18,7 @@ from compactbot.bot.store.forget_store import ForgetStore
 from compactbot.bot.store.pin_store import PinStore
 from compactbot.bot.store.session_store import SessionStore
 from compactbot.bot.store.settings_store import SettingsStore
+from compactbot.bot.store.shared_limits import SharedLimits
 from compactbot.bot.store.transcript_store import TranscriptReads
 from compactbot.bot.store.usage_store import UsageStore
 
@@ -31,6 +32,7 @@ class ConsoleStore(
     UsageStore,
     SettingsStore,
     ForgetStore,
+    SharedLimits,
     Protocol,
 ):
     """What the pages show, and what they change through this store: settings, and the

@@ -93,9 +93,8 @@ async def chat_line(deps: ConsoleDeps, chat: ChatRecord) -> ChatLine:
         archived_messages=await store.count_archived(chat.key),
         last_compaction=next((e for e in events if e.outcome in CHANGED_OUTCOMES), None),
         breaker=breaker_for(session, now),
-        today_tokens=sum(
-            r.prompt_tokens + r.completion_tokens for r in await store.usage(chat.key, today)
-        ),
+        # As the budget counts it: a chat's threads and forum topics spend from it too.
+        today_tokens=(await store.day_spend(chat.key, None, today, total=False)).chat,
         daily_budget=settings.daily_token_budget,
         over_cap=await memory_over_cap(services, settings, memory, chat.key),
     )
