@@ -85,8 +85,10 @@ _NO_REPLY = (
     r"(?:was|were|is|are|did|do|does|have|had|will|would|can|could)(?:n'?t)?)\b"
 )
 # "never" before what happened ("never seen it", "the landlord never came"): a story.
-_NEVER_PAST = r"\bnever\s+(?:\w+ed|seen|heard|been|done|had|got|gotten|went|came|knew|told|thought|"
-_NEVER_PAST += r"saw|made|said|met|read|ate|eaten|tried|played|watched|found|felt|understood)\b"
+_NEVER_PAST = re.compile(
+    r"\bnever\s+(?:\w+ed|seen|heard|been|done|had|got|gotten|went|came|knew|told|thought|"
+    r"saw|made|said|met|read|ate|eaten|tried|played|watched|found|felt|understood)\b"
+)
 # A rule in words that also describe what merely happens: "never", "only", "don't" …
 _WEAK_RULE = re.compile(
     rf"^(?:(?:please|remember|reminder|note|and|also|so|ok|okay)[,:]?\s+)?"
@@ -145,7 +147,7 @@ def statement_kind(sentence: str) -> FeatureKind | None:
     if _STRONG_RULE.search(lowered) or (named is not None and named["strong"] is not None):
         return "rule"
     # "Taken only has one season": a capitalised word before a weak word tells no rule.
-    if _WEAK_RULE.search(lowered) and not small_talk and re.search(_NEVER_PAST, lowered) is None:
+    if _WEAK_RULE.search(lowered) and not small_talk and _NEVER_PAST.search(lowered) is None:
         return "rule"
     if named is not None and not (named["weak"] or named["strong"]):
         return "action"

@@ -31,6 +31,21 @@ class CompactionReport:
     def changed(self) -> bool:
         return self.outcome in CHANGED_OUTCOMES
 
+    def fenced_out(self) -> CompactionReport:
+        """This compaction, lost to a newer version of the session: nothing changed, but the
+        summary calls were made and paid for."""
+        return CompactionReport(
+            "conflict",
+            self.trigger,
+            self.messages_before,
+            self.messages_before,
+            self.tokens_before,
+            self.tokens_before,
+            error="fenced out",
+            summary_calls=self.summary_calls,
+            summary_cost_tokens=self.summary_cost_tokens,
+        )
+
 
 # Told the report once a background compaction has ended (committed or not).
 ReportSink = Callable[[CompactionReport], Awaitable[None]]

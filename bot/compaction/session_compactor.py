@@ -304,18 +304,7 @@ class SessionCompactor:
             log.warning(
                 "compaction lost the fence (chat=%s session=%d)", session.chat_key, session.id
             )
-            report = CompactionReport(
-                "conflict",
-                job.trigger,
-                report.messages_before,
-                report.messages_before,
-                report.tokens_before,
-                report.tokens_before,
-                error="fenced out",
-                # The summary calls were made and paid for, committed or not.
-                summary_calls=report.summary_calls,
-                summary_cost_tokens=report.summary_cost_tokens,
-            )
+            report = report.fenced_out()
             await self._record_event(session, report, job.started)
             return False, report
         self.metrics.compaction_recorded(event)

@@ -10,7 +10,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from compactbot.bot.llm.client import LLMResponse, ToolCall
-from compactbot.bot.turns.search_words import COMMON_WORDS, stem
+from compactbot.bot.turns.search_words import COMMON_WORDS, search_terms, stem
 from compactbot.bot.turns.tools import DEFAULT_SEARCH_LIMIT, RECALL, SEARCH_HISTORY
 from compactbot.compression.extract import read_features, read_turn
 from compactbot.compression.messages import is_summary_message
@@ -31,7 +31,6 @@ NO_SEARCH_REPLY = f"{BANNER}. Searching this chat's history is not available for
 
 _MENTION = re.compile(r"(?<!\w)@\w+")
 _COMMAND = re.compile(r"^\s*/\w+(@\w+)?")
-_WORD = re.compile(r"\w+")
 # Question words (stemmed) that ask for a kind of statement: "what are our rules?".
 _KIND_STEMS = {
     **dict.fromkeys(("rule", "constraint", "policy", "pin"), "rule"),
@@ -52,13 +51,7 @@ def question_keywords(text: str) -> str:
     """Search keywords of a question: "what did Bob say about the deploy?" -> "Bob deploy"."""
     _, body = split_speaker(text.strip())
     body = _MENTION.sub(" ", _COMMAND.sub(" ", body))
-    keywords: list[str] = []
-    for word in _WORD.findall(body):
-        if word.isascii() and (len(word) < 2 or word.lower() in COMMON_WORDS):
-            continue
-        if word.lower() not in (k.lower() for k in keywords):
-            keywords.append(word)
-    return " ".join(keywords)
+    return " ".join(t for t in search_terms(body) if t.lower() not in COMMON_WORDS)
 
 
 class OfflineModel:
