@@ -118,6 +118,11 @@ def message_features(text: str, from_user: bool) -> Features:
     return Features(tuple(candidates), links, questions)
 
 
+def states_rule(text: str) -> bool:
+    """Whether the extractor reads a chat rule in a member's `text`."""
+    return any(found.kind == "rule" for found in message_features(text, True).candidates)
+
+
 def action_owner(found: Candidate, speaker: str, names: Sequence[str]) -> str:
     """Who an action item is for: the one addressed or named, the speaker who took it on,
     else the group (a request to no one in particular)."""

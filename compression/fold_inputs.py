@@ -58,13 +58,20 @@ def build_ask(
 
 def reread_span(memory: Memory, archived: Mapping[str, Mapping[str, Any]] | None) -> Span | None:
     """The archived messages the memory marked for re-reading, those the caller could load
-    (each may carry its "timestamp", "author_id" and "author" besides the wire fields)."""
+    (each may carry its "timestamp", "author_id", "author" and "may_set_rules" besides the
+    wire fields)."""
     pending = [(i, archived[i]) for i in memory.reread if archived and i in archived]
     if not pending:
         return None
     turns = [dict(message) for _, message in pending]
     sources = [
-        MessageSource(i, _at(message), _text(message, "author_id"), _text(message, "author"))
+        MessageSource(
+            i,
+            _at(message),
+            _text(message, "author_id"),
+            _text(message, "author"),
+            may_set_rules=message.get("may_set_rules") is not False,
+        )
         for i, message in pending
     ]
     return Span(

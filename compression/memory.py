@@ -75,6 +75,9 @@ class MessageSource:
     at: float | None = None
     author_id: str | None = None
     author: str | None = None
+    # Whether its author may set the chat's rules (an admin, SPEC 16): a rule that only such
+    # members did not state is kept as their request.
+    may_set_rules: bool = True
 
 
 @dataclass(frozen=True, slots=True)

@@ -9,6 +9,8 @@ from typing import Any
 
 from compactbot.compression.memory import MemoryEntry, MemoryUpdate, MessageSource
 
+# How a member's rule reads once it is kept as that member's request.
+REQUEST_PREFIX = "asked that: "
 # Message id -> the source of a member's message that names its author.
 Authors = Mapping[str, MessageSource]
 
@@ -44,10 +46,23 @@ def _attributed(entry: MemoryEntry, authors: Authors) -> MemoryEntry:
     found = (row.author_id for row in rows if row.author_id)
     ids = tuple(dict.fromkeys([*entry.author_ids, *found]))
     names = [row.author for row in rows if row.author]
-    if not names or _among(entry.speaker, names):
-        return replace(entry, author_ids=ids)
-    speaker = names[0]
-    return replace(entry, author_ids=ids, speaker=speaker, subject=_owned(entry, speaker))
+    if names and not _among(entry.speaker, names):
+        speaker = names[0]
+        entry = replace(entry, speaker=speaker, subject=_owned(entry, speaker))
+    entry = replace(entry, author_ids=ids)
+    if entry.kind == "rule" and not any(row.may_set_rules for row in rows):
+        return _request(entry)
+    return entry
+
+
+def _request(rule: MemoryEntry) -> MemoryEntry:
+    """A rule a member without the right to set rules stated: that member's request, shown
+    among the participants' preferences until an admin pins it (SPEC 16)."""
+    speaker = rule.speaker or "A member"
+    subject = rule.subject or "request"
+    if not subject.startswith(f"{speaker}'s "):
+        subject = f"{speaker}'s {subject}"
+    return replace(rule, kind="preference", text=f"{REQUEST_PREFIX}{rule.text}", subject=subject)
 
 
 def _owned(entry: MemoryEntry, speaker: str) -> str | None:

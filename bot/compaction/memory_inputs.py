@@ -33,7 +33,12 @@ def source_of(message: StoredMessage) -> MessageSource:
     if message.role != "user" or message.kind != "message" or not message.author_id:
         return MessageSource(str(message.id), message.created_at)
     return MessageSource(
-        str(message.id), message.created_at, message.author_id, message.author_name
+        str(message.id),
+        message.created_at,
+        message.author_id,
+        message.author_name,
+        # Unknown is no: a member's rule the bot cannot vouch for stays that member's request.
+        may_set_rules=message.author_admin is True,
     )
 
 

@@ -41,6 +41,7 @@ def to_rows(
             extra = {
                 "author_id": original.author_id,
                 "author_name": original.author_name,
+                "author_admin": original.author_admin,
                 "platform_message_id": original.platform_message_id,
                 "created_at": original.created_at,
             }

@@ -146,6 +146,7 @@ class Gateway:
             self._language_codes[message.chat_key] = message.language_code
         # A reply brings the message it answers, found in the archive if compacted long ago.
         quote = await reply_quote(self.services.store, message) if message.reply_to else None
+        admin = await ingress.author_admin(message, lambda: self.is_admin(message, adapter))
         return ingress.deliver(
             message,
             adapter,
@@ -153,6 +154,7 @@ class Gateway:
             self.services.counter,
             known_chat=chat in self._known_chats,
             quote=quote,
+            author_admin=admin,
         )
 
     async def _store_and_route(self, run: list[Delivery]) -> None:

@@ -8,7 +8,7 @@ dedup + chat upsert + store in one transaction, then limits for what will be ans
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 
 from compactbot.bot.commands.router import Command, ignored_command, parse_command
@@ -17,6 +17,7 @@ from compactbot.bot.ingress.activation import activated
 from compactbot.bot.ingress.inbound_text import transcript_text
 from compactbot.bot.settings.chat_settings import ChatSettings
 from compactbot.bot.store.base import IngestItem, NewMessage
+from compactbot.compression.features import states_rule
 from compactbot.compression.tokens import TokenCounter
 
 ALLOW_EVERY_CHAT = "*"
@@ -49,11 +50,25 @@ def scope_user(message: InboundMessage, settings: ChatSettings) -> str | None:
     return None
 
 
+async def author_admin(
+    message: InboundMessage, ask_platform: Callable[[], Awaitable[bool]]
+) -> bool | None:
+    """Whether the author is a chat admin, kept with the row (only admins set rules, SPEC 16):
+    as the update says, else asked of the platform (cached) only when the text states a rule;
+    None: not known, which counts as no."""
+    if not message.is_group:
+        return True
+    if message.is_admin is not None:
+        return message.is_admin
+    return await ask_platform() if states_rule(message.text) else None
+
+
 def stored_row(
     message: InboundMessage,
     settings: ChatSettings,
     counter: TokenCounter,
     quote: str | None = None,
+    author_admin: bool | None = None,
 ) -> NewMessage | None:
     """The transcript row for an ordinary message: in a shared group, attributed by name, with
     the message it replies to quoted and a placeholder per file (read later, in the lane)."""
@@ -67,6 +82,7 @@ def stored_row(
         counter.count_message(user),
         author_id=message.author_id,
         author_name=message.author_name,
+        author_admin=author_admin,
         platform_message_id=message.platform_message_id,
     )
 
@@ -79,12 +95,13 @@ def deliver(
     *,
     known_chat: bool,
     quote: str | None = None,
+    author_admin: bool | None = None,
 ) -> Delivery:
     """Settings and session step: what to store, in which session, and whether to answer."""
     command = parse_command(message.text)
     row = None
     if command is None:
-        row = stored_row(message, settings, counter, quote)
+        row = stored_row(message, settings, counter, quote, author_admin)
     elif ignored_command(command, message):
         command = None  # another bot's command: marked processed, neither stored nor answered
     addressed = message.addressed or activated(

@@ -36,6 +36,8 @@ class NewMessage:
     tokens: int
     author_id: str | None = None
     author_name: str | None = None
+    # Whether the author was a chat admin when writing it; None: not known (SPEC 16).
+    author_admin: bool | None = None
     tool_calls: list[dict[str, Any]] | None = None
     tool_call_id: str | None = None
     name: str | None = None
@@ -90,6 +92,7 @@ class StoredMessage:
     kind: MessageKind
     author_id: str | None = None
     author_name: str | None = None
+    author_admin: bool | None = None
     tool_calls: list[dict[str, Any]] | None = None
     tool_call_id: str | None = None
     name: str | None = None

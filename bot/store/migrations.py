@@ -308,6 +308,15 @@ ALTER TABLE memory_entries ADD COLUMN author_ids TEXT NOT NULL DEFAULT '[]';
 """
 
 
+# Whether a member's message was written by a chat admin (1), not (0) or unknown (NULL): only
+# admins' rules are the chat's rules (SPEC 16). In a private chat the one member sets them.
+_SCHEMA_V17 = """
+ALTER TABLE messages ADD COLUMN author_admin INTEGER;
+UPDATE messages SET author_admin = 1 WHERE author_id IS NOT NULL AND session_id IN
+    (SELECT s.id FROM sessions s JOIN chats c ON c.key = s.chat_key WHERE c.is_group = 0);
+"""
+
+
 @dataclass(frozen=True, slots=True)
 class Migration:
     version: int
@@ -332,5 +341,6 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(CONSOLE_SCHEMA_VERSION, CONSOLE_SCHEMA_NAME, SQLITE_CONSOLE_SCHEMA),
     Migration(15, "compaction cost; threads by parent", _SCHEMA_V15),
     Migration(16, "authors of memory entries", _SCHEMA_V16),
+    Migration(17, "whether an author was an admin", _SCHEMA_V17),
 )
 LATEST_VERSION = MIGRATIONS[-1].version

@@ -325,6 +325,13 @@ _SCHEMA_V16 = """
 ALTER TABLE memory_entries ADD COLUMN author_ids TEXT NOT NULL DEFAULT '[]';
 """
 
+# Whether a member's message was written by a chat admin (SQLite 17); NULL: unknown.
+_SCHEMA_V17 = """
+ALTER TABLE messages ADD COLUMN author_admin BOOLEAN;
+UPDATE messages SET author_admin = TRUE WHERE author_id IS NOT NULL AND session_id IN
+    (SELECT s.id FROM sessions s JOIN chats c ON c.key = s.chat_key WHERE NOT c.is_group);
+"""
+
 
 @dataclass(frozen=True, slots=True)
 class Migration:
@@ -347,6 +354,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(CONSOLE_SCHEMA_VERSION, CONSOLE_SCHEMA_NAME, POSTGRES_CONSOLE_SCHEMA),
     Migration(15, "compaction cost; threads by parent", _SCHEMA_V15),
     Migration(16, "authors of memory entries", _SCHEMA_V16),
+    Migration(17, "whether an author was an admin", _SCHEMA_V17),
 )
 LATEST_VERSION = MIGRATIONS[-1].version
 

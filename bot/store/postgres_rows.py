@@ -15,10 +15,10 @@ from compactbot.compression.state import CompressorState
 
 # rows.MESSAGE_COLUMNS, then what only this backend has.
 MESSAGE_COLUMNS = rows.MESSAGE_COLUMNS + ", search_text"
-_PLACEHOLDERS = ", ".join(f"${n}" for n in range(1, 14))
+_BEFORE, _AFTER = (", ".join(f"${n}" for n in numbers) for numbers in (range(1, 14), range(14, 18)))
 # New rows are always active and not compacted: seq and created_at come from the caller.
 INSERT_MESSAGE_SQL = (
-    f"INSERT INTO messages ({MESSAGE_COLUMNS}) VALUES ({_PLACEHOLDERS}, TRUE, FALSE, $14, $15, $16)"
+    f"INSERT INTO messages ({MESSAGE_COLUMNS}) VALUES ({_BEFORE}, TRUE, FALSE, {_AFTER})"
 )
 
 

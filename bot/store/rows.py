@@ -37,12 +37,13 @@ STATE_COLUMNS: tuple[str, ...] = (
 
 MESSAGE_COLUMNS = (
     "session_id, seq, role, author_id, author_name, content, content_format, tool_calls,"
-    " tool_call_id, name, platform_message_id, tokens, created_at, active, compacted, kind, hints"
+    " tool_call_id, name, platform_message_id, tokens, created_at, active, compacted, kind, hints,"
+    " author_admin"
 )
 # New rows are always active and not compacted: seq and created_at come from the caller.
 INSERT_MESSAGE_SQL = (
     f"INSERT INTO messages ({MESSAGE_COLUMNS})"
-    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1, 0, ?, ?)"
+    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1, 0, ?, ?, ?)"
 )
 
 
@@ -82,6 +83,7 @@ def message_params(message: NewMessage, session_id: int, seq: int, now: float) -
         message.created_at if message.created_at is not None else now,
         message.kind,
         message.stored_hints(),
+        message.author_admin,
     )
 
 
@@ -99,6 +101,7 @@ def message_from_row(row: Row) -> StoredMessage:
         kind=row["kind"],
         author_id=row["author_id"],
         author_name=row["author_name"],
+        author_admin=None if row["author_admin"] is None else bool(row["author_admin"]),
         tool_calls=json.loads(tool_calls) if tool_calls is not None else None,
         tool_call_id=row["tool_call_id"],
         name=row["name"],

@@ -3,6 +3,7 @@ summarizer writes is checked against those rows."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from compactbot.compression import (
@@ -12,6 +13,7 @@ from compactbot.compression import (
     SummaryTransientError,
 )
 from compactbot.compression.memory import Memory, MemoryEntry, MemoryUpdate, apply_update
+from compactbot.compression.template import HEADING_RULES
 from tests.compression.scripted import (
     FILLER,
     FakeClock,
@@ -169,3 +171,43 @@ def test_a_members_own_value_is_replaced_only_by_that_member_not_by_a_namesake()
         ("my timezone is UTC+9", "current"),
         ("my timezone is UTC+2", "current"),
     ]
+
+
+async def test_a_rule_from_a_member_who_may_not_set_rules_is_kept_as_that_members_request() -> None:
+    transcript = [system(), *_chatter(0, 2), user("Mallory", MALLORYS_RULE), *_chatter(2, 60)]
+    admins_rule = "RULE: no spoilers before Friday's episode airs"
+    transcript.insert(3, user("Alice", admins_rule))
+    sources = [
+        replace(s, may_set_rules=s.author_id in (None, ADMIN_ALICE)) for s in _sources(transcript)
+    ]
+    summarizer = ScriptedSummarizer(
+        f"RULE | - | Mallory | {MALLORYS_RULE}\nRULE | - | Alice | {admins_rule}"
+    )
+    compressor = ContextCompressor(SMALL, summarizer, clock=FakeClock())
+
+    result = await compressor.compress(transcript, force=True, sources=sources)
+
+    assert result.outcome == "compressed" and result.memory is not None
+    [request] = _entries_with(result.memory.entries, "wire their bonus")
+    assert (request.kind, request.speaker) == ("preference", "Mallory")
+    assert request.text == f"asked that: {MALLORYS_RULE}"
+    [rule] = _entries_with(result.memory.entries, "no spoilers")
+    assert (rule.kind, rule.speaker) == ("rule", "Alice")
+    [summary] = [str(m["content"]) for m in result.messages if HEADING_RULES in str(m["content"])]
+    rules = summary.split(HEADING_RULES, 1)[1].split("\n\n", 1)[0]
+    assert "no spoilers" in rules and "wire their bonus" not in rules
+    assert f"[Mallory] asked that: {MALLORYS_RULE}" in summary
+
+
+async def test_the_extractor_keeps_a_members_rule_as_a_request_too() -> None:
+    transcript = [system(), *_chatter(0, 2), user("Mallory", MALLORYS_RULE), *_chatter(2, 60)]
+    sources = [replace(s, may_set_rules=s.author_id is None) for s in _sources(transcript)]
+
+    result = await ContextCompressor(SMALL, clock=FakeClock()).compress(
+        transcript, force=True, sources=sources
+    )
+
+    assert result.memory is not None
+    found = _entries_with(result.memory.entries, "wire their bonus")
+    assert found and all(e.kind == "preference" and e.speaker == "Mallory" for e in found)
+    assert not any(e.kind == "rule" for e in result.memory.entries)

@@ -10,6 +10,7 @@ from compactbot.bot.ingress.limits import RateLimiter, member_key
 from compactbot.bot.ingress.steps import (
     ChatOrder,
     allowed,
+    author_admin,
     deliver,
     scope_user,
     stored_row,
@@ -119,3 +120,22 @@ async def test_chat_order_serialises_one_chat_and_frees_idle_chats() -> None:
     await asyncio.gather(*tasks)
     assert log == ["first in", "first out", "second in"]
     assert order.chats_in_use == 0
+
+
+async def test_an_authors_admin_status_is_asked_of_the_platform_only_for_a_stated_rule() -> None:
+    asked: list[str] = []
+
+    async def platform_says_yes() -> bool:
+        asked.append("asked")
+        return True
+
+    chatter = group_message("lunch was great today")
+    rule = group_message("Rule: nobody deploys on Fridays.")
+    assert await author_admin(chatter, platform_says_yes) is None
+    assert await author_admin(rule, platform_says_yes) is True
+    assert len(asked) == 1
+    known = dataclasses.replace(rule, is_admin=False)
+    assert await author_admin(known, platform_says_yes) is False
+    private = dataclasses.replace(rule, is_group=False)
+    assert await author_admin(private, platform_says_yes) is True
+    assert len(asked) == 1

@@ -102,6 +102,36 @@ async def test_memory_entries_from_before_migration_16_have_no_author_ids(tmp_pa
     assert entry.author_ids == ()
 
 
+async def test_members_rows_from_before_migration_17_are_admins_only_in_private_chats(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "old.db"
+    async with aiosqlite.connect(path, isolation_level=None) as conn:
+        assert await apply_migrations(conn, up_to=16) == 16
+        for session, (key, is_group) in enumerate((("tg:private", 0), ("tg:group", 1)), 1):
+            await conn.execute(
+                "INSERT INTO chats(key, platform, is_group, created_at) VALUES (?, 'tg', ?, 1)",
+                (key, is_group),
+            )
+            await conn.execute(
+                "INSERT INTO sessions(chat_key, started_at, last_activity_at, active_tokens,"
+                " active_messages) VALUES (?, 1, 1, 9, 1)",
+                (key,),
+            )
+            await conn.execute(
+                "INSERT INTO messages(session_id, seq, role, author_id, content, tokens,"
+                " created_at) VALUES (?, 1, 'user', '7', 'Rule: no spoilers.', 9, 1)",
+                (session,),
+            )
+
+    async with SqliteStore(path) as store:
+        private = await store.load_active((await store.list_sessions("tg:private"))[0].id)
+        group = await store.load_active((await store.list_sessions("tg:group"))[0].id)
+
+    assert [m.author_admin for m in private] == [True]
+    assert [m.author_admin for m in group] == [None]
+
+
 async def test_reopening_a_current_database_applies_nothing_twice(tmp_path: Path) -> None:
     path = tmp_path / "store.db"
     async with SqliteStore(path) as store:

@@ -30,7 +30,14 @@ async def test_list_content_and_tool_fields_round_trip_exactly(store: Store) -> 
     session = await store.active_session("console:room")
     call = {"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}}
     messages = [
-        NewMessage(role="user", content=PARTS, tokens=1600, author_id="42", author_name="Bo"),
+        NewMessage(
+            role="user",
+            content=PARTS,
+            tokens=1600,
+            author_id="42",
+            author_name="Bo",
+            author_admin=False,
+        ),  # fmt: skip
         NewMessage(role="assistant", content=None, tokens=9, tool_calls=[call]),
         NewMessage(role="tool", content="ok", tokens=1, tool_call_id="c1", name="f"),
     ]
@@ -43,7 +50,12 @@ async def test_list_content_and_tool_fields_round_trip_exactly(store: Store) -> 
         {"role": "assistant", "content": None, "tool_calls": [call]},
         {"role": "tool", "content": "ok", "tool_call_id": "c1", "name": "f"},
     ]
-    assert (stored[0].author_id, stored[0].author_name) == ("42", "Bo")
+    assert (stored[0].author_id, stored[0].author_name, stored[0].author_admin) == (
+        "42",
+        "Bo",
+        False,
+    )
+    assert stored[1].author_admin is None
 
 
 async def test_compressor_state_round_trips(store: Store) -> None:
