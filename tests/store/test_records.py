@@ -37,7 +37,7 @@ async def test_list_content_and_tool_fields_round_trip_exactly(store: Store) -> 
             author_id="42",
             author_name="Bo",
             author_admin=False,
-        ),  # fmt: skip
+        ),
         NewMessage(role="assistant", content=None, tokens=9, tool_calls=[call]),
         NewMessage(role="tool", content="ok", tokens=1, tool_call_id="c1", name="f"),
     ]
