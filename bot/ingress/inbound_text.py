@@ -7,21 +7,18 @@ still found) and taken from the platform's copy of it only when the store never 
 
 from __future__ import annotations
 
-import re
 from dataclasses import replace
 
 from compactbot.bot.events import InboundMessage
 from compactbot.bot.ingress.media import MediaLimits, placeholder, read_media, with_media
 from compactbot.bot.llm.metering import spending_for
 from compactbot.bot.services import Services
+from compactbot.bot.store.reply_quotes import attributed, clipped, quote, quote_body
 from compactbot.bot.store.revision_store import RevisionStore
 from compactbot.compression.forgery import neutralise
 from compactbot.compression.message_hints import message_hints
 
-# A quote is context, not the conversation: long originals are cut to this.
-QUOTE_MAX_CHARS = 400
 BOT_NAME = "the bot"
-_ATTRIBUTION_RE = re.compile(r"^\[([^\]\n]{1,100})\] ")
 
 
 def neutralised(message: InboundMessage) -> InboundMessage:
@@ -38,17 +35,11 @@ async def reply_quote(store: RevisionStore, message: InboundMessage) -> str | No
         return None
     found = await store.find_platform_message(message.chat_key, message.reply_to)
     if found is not None and found.text.strip():
-        text = found.text
         who = found.author_name or (BOT_NAME if found.role == "assistant" else None)
-        attributed = _ATTRIBUTION_RE.match(text)
-        if attributed:
-            who = who or attributed.group(1)
-            text = text[attributed.end() :]
-    elif message.reply_to_text:
-        text, who = message.reply_to_text, message.reply_to_author
-    else:
-        return None
-    return f'(in reply to {who or "an earlier message"}: "{_clip(text)}")'
+        return quote(who or attributed(found.text)[0], quote_body(found.text))
+    if message.reply_to_text:
+        return quote(message.reply_to_author, clipped(message.reply_to_text))
+    return None
 
 
 def transcript_text(
@@ -103,10 +94,3 @@ async def drop_images(services: Services, message: InboundMessage) -> None:
     user = {"role": "user", "content": content}
     tokens = services.counter.count_message(user)
     await services.store.set_message_content(row.id, content, tokens, message_hints(user))
-
-
-def _clip(text: str) -> str:
-    flat = " ".join(text.split())
-    if len(flat) <= QUOTE_MAX_CHARS:
-        return flat
-    return flat[: QUOTE_MAX_CHARS - 1].rstrip() + "…"

@@ -3,8 +3,8 @@
 The forgotten rows are deleted, except a compaction's copy of a kept message with the summary
 merged into it: that keeps the summary alone, cut loose from the message. Memory entries built
 from them (citing them, quoting them, or, unattributed, sharing their rarest words) are dropped,
-and every summary, bot reply and tool result of the chat loses the lines that quote a forgotten
-text or a dropped entry.
+every summary, bot reply and tool result of the chat loses the lines that quote a forgotten
+text or a dropped entry, and a member's reply loses its quote of a forgotten message.
 """
 
 from __future__ import annotations
@@ -12,11 +12,12 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from compactbot.bot.store.merged_copies import merged_rewrite
+from compactbot.bot.store.reply_quotes import without_quotes_of
 from compactbot.bot.store.rows import decode_content
 from compactbot.compression.memory import Memory, MemoryEntry, norm_text
 from compactbot.compression.template import MERGE_DELIMITER
@@ -52,6 +53,9 @@ class TextRow:
     tokens: int
     content: str | None
     content_format: str
+    # A member's message is only read for its quote of a forgotten one (reply_quotes): a value
+    # that member restated is that member's own message.
+    members: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,6 +78,10 @@ class ForgetPlan:
     memories: dict[int, Memory] = field(default_factory=dict)
     rewrites: list[Rewrite] = field(default_factory=list)
     previous_summaries: dict[int, str | None] = field(default_factory=dict)
+    # The forgotten texts, and the lines that quote them or a dropped entry (normalised): what
+    # a queue of turns or replies must not keep either.
+    texts: list[str] = field(default_factory=list)
+    needles: list[str] = field(default_factory=list)
 
     @property
     def sessions(self) -> set[int]:
@@ -127,10 +135,14 @@ def plan(
         if row.active and cleaned is not None:
             tokens, count = result.totals[row.session_id]
             result.totals[row.session_id] = (tokens + row.tokens - cleaned.tokens, count)
+    forgotten = [target.text for target in targets]
     for row in text_rows:
         if row.id in gone:
             continue
-        rewrite = scrub_row(row, needles.get(row.session_id, base))
+        if row.members:
+            rewrite = rewritten(row, lambda text: without_quotes_of(text, forgotten))
+        else:
+            rewrite = scrub_row(row, needles.get(row.session_id, base))
         if rewrite is None:
             continue
         result.rewrites.append(rewrite)
@@ -142,6 +154,8 @@ def plan(
             scrubbed = scrub_text(summary, needles.get(session_id, base))
             if scrubbed != summary:
                 result.previous_summaries[session_id] = scrubbed or None
+    result.texts = forgotten
+    result.needles = list(dict.fromkeys([*base, *(n for found in needles.values() for n in found)]))
     return result
 
 
@@ -213,16 +227,23 @@ def _quotes(line: str, needles: Sequence[str]) -> bool:
 
 def scrub_row(row: TextRow, needles: Sequence[str]) -> Rewrite | None:
     """The row's content without quoting lines, or None when it quotes nothing."""
-    if row.content is None or not needles:
+    if not needles:
+        return None
+    return rewritten(row, lambda text: scrub_text(text, needles))
+
+
+def rewritten(row: TextRow, change: Callable[[str], str]) -> Rewrite | None:
+    """The row with `change` made to each of its texts, or None when that changes nothing."""
+    if row.content is None:
         return None
     if row.content_format == "json":
         parts = json.loads(row.content)
-        changed = _scrub_parts(parts, needles)
+        changed = _changed_parts(parts, change)
         if changed is None:
             return None
         content: str = json.dumps(changed, ensure_ascii=False)
     else:
-        content = scrub_text(row.content, needles)
+        content = change(row.content)
         if content == row.content:
             return None
     # The exact count needs the tokenizer; proportional is close, and a compaction recounts.
@@ -230,14 +251,14 @@ def scrub_row(row: TextRow, needles: Sequence[str]) -> Rewrite | None:
     return Rewrite(row.id, row.session_id, content, row.content_format, tokens)
 
 
-def _scrub_parts(parts: Any, needles: Sequence[str]) -> Any | None:
+def _changed_parts(parts: Any, change: Callable[[str], str]) -> Any | None:
     if not isinstance(parts, list):
         return None
     changed = False
     out: list[Any] = []
     for part in parts:
         if isinstance(part, dict) and isinstance(part.get("text"), str):
-            text = scrub_text(part["text"], needles)
+            text = change(part["text"])
             if text != part["text"]:
                 part = {**part, "text": text}
                 changed = True

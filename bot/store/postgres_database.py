@@ -123,6 +123,10 @@ class PostgresDatabase:
             self.on_commit(time.perf_counter() - started)
         return row
 
+    async def vacuum(self, tables: Sequence[str]) -> None:
+        """VACUUM `tables` (outside any transaction, as PostgreSQL requires)."""
+        await _require(self._pool).execute(f"VACUUM {', '.join(tables)}")
+
     async def fetchall(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
         return list(await _require(self._pool).fetch(sql, *params))
 

@@ -13,7 +13,9 @@ from compactbot.bot.store.forgetting import REWRITTEN_ROLES, ForgetPlan, TargetR
 from compactbot.bot.store.memory_rows import ENTRY_COLUMNS, memory_from_rows
 from compactbot.bot.store.postgres_database import PostgresDatabase
 from compactbot.bot.store.postgres_memory import write_memory
+from compactbot.bot.store.postgres_queue_scrub import FORGET_VACUUMED, scrub_queues
 from compactbot.bot.store.postgres_rows import search_text_of
+from compactbot.bot.store.reply_quotes import QUOTE_MARK
 from compactbot.bot.store.rows import decode_content
 from compactbot.compression.transcript import content_text
 
@@ -86,19 +88,25 @@ class PostgresForget:
                     ),
                 )
             texts = await conn.fetch(
-                f"{_CHAT_ROWS} WHERE s.chat_key = $1 AND m.content IS NOT NULL"
-                " AND (m.kind = 'summary' OR m.role = ANY($2::text[]))",
+                f"SELECT {_ROW_COLUMNS}, m.role = 'user' AND m.kind = 'message' FROM messages m"
+                " JOIN sessions s ON s.id = m.session_id WHERE s.chat_key = $1"
+                " AND m.content IS NOT NULL AND (m.kind = 'summary'"
+                " OR m.role = ANY($2::text[]) OR strpos(m.content, $3) > 0)",
                 chat_key,
                 list(REWRITTEN_ROLES),
+                QUOTE_MARK,
             )
             tool_calls = {r[0]: r[6] for r in texts}
             changes = plan(
                 targets,
                 memories,
-                [TextRow(r[0], r[1], r[2], r[3], r[4], r[5]) for r in texts],
+                [TextRow(r[0], r[1], r[2], r[3], r[4], r[5], r[7]) for r in texts],
                 {s["id"]: s["previous_summary"] for s in sessions},
             )
             await _apply(conn, changes, tool_calls)
+            await scrub_queues(conn, chat_key, [t.id for t in targets], changes)
+        # Dead row versions keep the text in the table until a vacuum prunes them.
+        await self._db.vacuum(FORGET_VACUUMED)
         return len(targets)
 
 

@@ -21,12 +21,14 @@ from compactbot.bot.store.memory_rows import (
     entry_params,
     memory_from_rows,
 )
+from compactbot.bot.store.reply_quotes import QUOTE_MARK
 from compactbot.bot.store.rows import decode_content
 from compactbot.compression.transcript import content_text
 
 ID_BATCH = 500  # ids per IN (...), well under SQLite's variable limit
 _ROW_COLUMNS = "m.id, m.session_id, m.active, m.tokens, m.content, m.content_format"
 _CHAT_ROWS = f"SELECT {_ROW_COLUMNS} FROM messages m JOIN sessions s ON s.id = m.session_id"
+_MEMBERS = "m.role = 'user' AND m.kind = 'message'"
 _ROLES = ", ".join(f"'{role}'" for role in REWRITTEN_ROLES)
 
 
@@ -96,11 +98,12 @@ def _forget_in(
         for sid, _ in sessions
     }
     text_rows = (
-        TextRow(r[0], r[1], bool(r[2]), r[3], r[4], r[5])
+        TextRow(r[0], r[1], bool(r[2]), r[3], r[4], r[5], bool(r[6]))
         for r in conn.execute(
-            f"{_CHAT_ROWS} WHERE s.chat_key = ? AND m.content IS NOT NULL"
-            f" AND (m.kind = 'summary' OR m.role IN ({_ROLES}))",
-            (chat_key,),
+            f"SELECT {_ROW_COLUMNS}, {_MEMBERS} FROM messages m"
+            " JOIN sessions s ON s.id = m.session_id WHERE s.chat_key = ? AND m.content IS NOT NULL"
+            f" AND (m.kind = 'summary' OR m.role IN ({_ROLES}) OR instr(m.content, ?) > 0)",
+            (chat_key, QUOTE_MARK),
         ).fetchall()
     )
     changes = plan(targets, memories, list(text_rows), dict(sessions))

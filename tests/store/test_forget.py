@@ -10,6 +10,7 @@ import asyncpg
 
 from compactbot.bot.store import NewMessage, PostgresStore, SqliteStore
 from compactbot.bot.store.backends import Store
+from compactbot.bot.store.reply_quotes import FORGOTTEN_QUOTE, quote, quote_body
 from compactbot.compression.memory import Memory, MemoryEntry
 from tests.store.conftest import ManualClock
 from tests.store.factories import assistant, summary, user
@@ -106,6 +107,22 @@ async def test_forgetting_a_member_removes_everything_they_wrote_and_nothing_els
     assert "Baker" not in readable and "Tom" not in readable
     assert "deploy on Friday" in readable
     assert await store.count_member_messages(CHAT, "dave") == 0
+
+
+async def test_a_reply_loses_its_quote_of_a_forgotten_message_and_keeps_its_own_words(
+    store: Store,
+) -> None:
+    session = await store.active_session(CHAT)
+    quoted = quote("dave", quote_body(f"[dave] {SECRET}"))
+    restated = f"{quoted} nice, and I live at 221B Baker Street too"
+    await store.append_messages(
+        session.id, [posted(SECRET, "1"), posted(restated, "2", author="erin")]
+    )
+
+    assert await store.forget_messages(CHAT, ["1"]) == 1
+
+    [reply] = [m.text for m in await store.load_history(CHAT)]
+    assert reply == f"[erin] {FORGOTTEN_QUOTE} nice, and I live at 221B Baker Street too"
 
 
 async def test_an_edited_message_forgotten_leaves_no_revision(store: Store) -> None:
