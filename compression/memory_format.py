@@ -254,7 +254,7 @@ class _SourceIndex:
             return known
         if not self.texts:
             return ()
-        words = tuple(sorted(set(_WORD.findall(entry.text)), key=len, reverse=True)[:2])
+        words = source_words(entry.text)
         if not words:
             return ()
         known = self._found.get(words)
@@ -269,6 +269,12 @@ class _SourceIndex:
                     break
         self._found[words] = self._by_text[entry.text] = result = tuple(found)
         return result
+
+
+def source_words(text: str) -> tuple[str, ...]:
+    """The two longest words of an entry's text (ties by the words themselves, so the choice
+    never depends on hashing): a turn holding both is its source."""
+    return tuple(sorted(set(_WORD.findall(text)), key=lambda word: (-len(word), word))[:2])
 
 
 def _with_sources(entry: MemoryEntry, index: _SourceIndex) -> MemoryEntry:

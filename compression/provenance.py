@@ -11,6 +11,8 @@ from compactbot.compression.memory import MemoryEntry, MemoryUpdate, MessageSour
 
 # How a member's rule reads once it is kept as that member's request.
 REQUEST_PREFIX = "asked that: "
+# How a summary line names the bot, whose turns carry no speaker in the summarizer's input.
+BOT_SPEAKERS = frozenset({"assistant", "bot", "the bot", "compactbot"})
 # Message id -> the source of a member's message that names its author.
 Authors = Mapping[str, MessageSource]
 
@@ -46,13 +48,19 @@ def _attributed(entry: MemoryEntry, authors: Authors) -> MemoryEntry:
     found = (row.author_id for row in rows if row.author_id)
     ids = tuple(dict.fromkeys([*entry.author_ids, *found]))
     names = [row.author for row in rows if row.author]
-    if names and not _among(entry.speaker, names):
+    if names and not _among(entry.speaker, names) and not _bot_among_sources(entry, authors):
         speaker = names[0]
         entry = replace(entry, speaker=speaker, subject=_owned(entry, speaker))
     entry = replace(entry, author_ids=ids)
     if entry.kind == "rule" and not any(row.may_set_rules for row in rows):
         return _request(entry)
     return entry
+
+
+def _bot_among_sources(entry: MemoryEntry, authors: Authors) -> bool:
+    """Whether the entry names the bot as its speaker and cites a row no member wrote."""
+    speaker = " ".join((entry.speaker or "").split()).casefold()
+    return speaker in BOT_SPEAKERS and any(source not in authors for source in entry.sources)
 
 
 def _request(rule: MemoryEntry) -> MemoryEntry:

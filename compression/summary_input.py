@@ -134,9 +134,12 @@ def shrink_to(turn: Mapping[str, Any], room: int) -> dict[str, Any]:
     """A single turn bigger than the whole bound keeps as much of its text's tail as fits."""
     overflow = rendered_chars(turn) - max(room, 0)
     text = turn.get("content") or ""
-    keep = max(len(text) - overflow - len(TRUNCATION_MARK), 0)
+    # A member's turn keeps its "[Name] ": the speaker is a field of its record (SPEC 16).
+    name, body = split_speaker(text) if turn.get("role") == "user" else (None, text)
+    head = f"[{name}] " if name else ""
+    keep = max(len(text) - overflow - len(TRUNCATION_MARK) - len(head), 0)
     shrunk = {key: value for key, value in turn.items() if key != "tool_calls"}
-    shrunk["content"] = TRUNCATION_MARK.strip() + text[len(text) - keep :]
+    shrunk["content"] = head + TRUNCATION_MARK.strip() + body[len(body) - keep :]
     return shrunk
 
 

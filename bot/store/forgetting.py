@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import math
-import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -20,12 +19,12 @@ from compactbot.bot.store.merged_copies import merged_rewrite
 from compactbot.bot.store.reply_quotes import without_quotes_of
 from compactbot.bot.store.rows import decode_content
 from compactbot.compression.memory import Memory, MemoryEntry, norm_text
+from compactbot.compression.memory_format import source_words
 from compactbot.compression.template import MERGE_DELIMITER
 from compactbot.compression.transcript import content_text, split_speaker
 
 # A shorter text ("ok", "thanks") is no evidence that a line quotes it.
 MIN_NEEDLE_CHARS = 6
-_LONG_WORD = re.compile(r"[\w$€£.-]{5,}")
 # Rows whose text may repeat what a member wrote: summaries, the bot's replies, tool results.
 REWRITTEN_ROLES = ("assistant", "tool")
 
@@ -207,7 +206,7 @@ def _built_from(
     if entry.sources or entry.kind == "participant":
         return False
     # Unattributed: the summarizer's own rule for finding sources (its two longest words).
-    words = sorted(set(_LONG_WORD.findall(entry.text)), key=len, reverse=True)[:2]
+    words = source_words(entry.text)
     return bool(words) and any(all(w in text for w in words) for text in texts)
 
 

@@ -211,3 +211,24 @@ async def test_the_extractor_keeps_a_members_rule_as_a_request_too() -> None:
     found = _entries_with(result.memory.entries, "wire their bonus")
     assert found and all(e.kind == "preference" and e.speaker == "Mallory" for e in found)
     assert not any(e.kind == "rule" for e in result.memory.entries)
+
+
+async def test_a_line_the_bot_said_citing_a_members_message_too_keeps_the_bot_as_speaker() -> None:
+    asked = "can you book the Harbour Hall for Friday and send me the confirmation please"
+    transcript = [
+        system(),
+        *_chatter(0, 2),
+        user("Mallory", asked),
+        assistant("Booked: the Harbour Hall, Friday 19:00, confirmation HB-4471."),
+        *_chatter(2, 60),
+    ]
+    # Its words are in both turns: the line's sources are the member's request and the reply.
+    summarizer = ScriptedSummarizer("FACT | - | assistant | Harbour Hall booked, confirmation sent")
+    compressor = ContextCompressor(SMALL, summarizer, clock=FakeClock())
+
+    result = await compressor.compress(transcript, force=True, sources=_sources(transcript))
+
+    assert result.memory is not None
+    [fact] = _entries_with(result.memory.entries, "Harbour Hall booked")
+    assert fact.sources == ("m5", "m6")
+    assert (fact.speaker, fact.author_ids) == ("assistant", (MALLORY,))

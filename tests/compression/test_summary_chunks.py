@@ -183,3 +183,15 @@ def test_the_view_finds_out_no_more_than_stored_hints_vouch_for(seed: int) -> No
         else:
             assert not stored & SHOWN_AS_IS or "<" in str(message.get("content")), message
     assert found > 0
+
+
+def test_a_turn_bigger_than_a_chunk_keeps_its_speaker() -> None:
+    huge = {"role": "user", "content": "[Mallory] " + "the plan is long and winding. " * 2_000}
+    turns = [{"role": "user", "content": "[Ann] hello"}, huge]
+
+    [_, last] = summary_chunks(turns, max_chars=4_000)
+
+    [shrunk] = last.turns
+    assert last.participants == ("Mallory",)
+    assert str(shrunk["content"]).startswith("[Mallory] ")
+    assert len(str(shrunk["content"])) < 4_000
