@@ -14,6 +14,11 @@ log = logging.getLogger(__name__)
 Job = Callable[[], Awaitable[None]]
 
 
+def lane_key(chat_key: str, scope_user: str | None) -> str:
+    """A session's lane: the chat's, or one member's own where memory is per member."""
+    return f"{chat_key}|{scope_user or ''}"
+
+
 @dataclass(slots=True)
 class _Lane:
     # Each job with the (monotonic) time it was queued, for the oldest-wait metric and /readyz.

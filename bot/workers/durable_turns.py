@@ -16,9 +16,9 @@ from collections.abc import Mapping
 from typing import Any, Protocol
 
 from compactbot.bot.events import Adapter, ReplyTarget
-from compactbot.bot.ingress.gateway import TURN_FAILED
 from compactbot.bot.store.base import TurnFence, TurnLost
 from compactbot.bot.store.postgres_inbox import InboxJob, PostgresInbox, say_from_json
+from compactbot.bot.turns.answer import TURN_FAILED
 from compactbot.bot.workers.durable_gateway import TurnOutcome, message_from_json, say_to
 
 log = logging.getLogger(__name__)
@@ -33,7 +33,7 @@ PRUNE_EVERY_SECONDS = 3_600.0
 
 
 class TurnAnswerer(Protocol):
-    """What runs a claimed turn (`DurableGateway`)."""
+    """What runs a claimed turn (`InboxTurns`)."""
 
     async def answer_job(
         self, payload: Mapping[str, Any], adapter: Adapter, fence: TurnFence

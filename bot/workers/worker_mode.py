@@ -101,7 +101,7 @@ class DurableWork:
         wakeup = WorkWakeup(self._store.dsn, await inbox.channel())
         turns_wake, sends_wake = wakeup.event(), wakeup.event()
         consumer = TurnConsumer(
-            self._gateway,
+            self._gateway.jobs,
             inbox,
             self._adapters,
             holder=self._holder,

@@ -13,9 +13,9 @@ from typing import Any
 import pytest
 
 from compactbot.bot.events import Adapter, InboundMessage, ReplyTarget
-from compactbot.bot.ingress.gateway import TURN_FAILED
 from compactbot.bot.store import PostgresStore
 from compactbot.bot.store.base import InboxEntry, IngestItem, TurnFence
+from compactbot.bot.turns.answer import TURN_FAILED
 from compactbot.bot.workers.durable_gateway import TurnOutcome, message_json, say_to
 from compactbot.bot.workers.durable_turns import MAX_STRIKES, TurnConsumer
 from tests import postgres_server

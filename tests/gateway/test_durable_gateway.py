@@ -81,7 +81,7 @@ async def answered(app: App, adapter: Adapter) -> tuple[PostgresStore, dict[str,
     assert isinstance(gateway, DurableGateway) and isinstance(store, PostgresStore)
     adapters: dict[str, Adapter] = {"test": adapter}
     consumer = TurnConsumer(
-        gateway, store.inbox(), adapters, holder="w1", max_jobs=2, lease_seconds=LEASE
+        gateway.jobs, store.inbox(), adapters, holder="w1", max_jobs=2, lease_seconds=LEASE
     )
     assert await consumer.claim_and_start() == 1
     await consumer.join()
