@@ -4,8 +4,8 @@ An addressed message's turn is enqueued in the transaction that stores it; comma
 where they were ingested, in arrival order, and their replies queue behind the chat's turns. Any
 worker then answers a claimed turn with `InboxTurns.answer_job` (the one answer path, `Answerer`),
 whose outcome (reply rows and what to say) the consumer commits in the job's last, fenced
-transaction. Streaming and the answer backlog's
-coalescing are off here: a reply exists only once that transaction commits.
+transaction. Streaming and the answer backlog's coalescing are off here: a reply exists only
+once that transaction commits.
 """
 
 from __future__ import annotations
