@@ -17,7 +17,18 @@ MIN_CJK_CHARS = 4
 _DECISION = re.compile(
     r"\b(?:we\s+decided|decided\s+(?:to|that|on)|(?:we\s+)?agreed|let'?s\s+go\s+with|"
     r"let\s+us\s+go\s+with|we'?ll\s+go\s+with|we\s+will\s+go\s+with|going\s+with|settled\s+on|"
-    r"final\s+decision)\b|\bdecision\s*:|我们决定|决定了|就这么定|定下来",
+    r"final\s+decision)\b|\bdecision\s*:|我们决定|决定了|就这么定|定下来|最后定了|大家同意|"
+    # A choice announced as made: "X it is", "locking it in", "the board signed off on X".
+    r"^(?:(?:ok|okay|so|right|alright|fine)[,.]?\s+)*(?!(?:so|it|that|this|there|what|how|who|"
+    r"as|oh|yes|yeah)\b)\w+\s+it\s+is\s+(?:for\s+the|then)\b|"
+    r"\b(?:wins\s+the\s+vote|lock(?:ing|ed)\s+it\s+in|"
+    r"done\s+deal|final\s+answer\s+(?:from|is|:)|that'?s\s+sorted|sorted\s+on\s+the|signed\s+off\s+on|"
+    r"vote'?s\s+closed|we\s+(?:picked|chose)\s+\w+\s+(?:for|as)\b|"
+    r"(?:in\s+the\s+end\s+)?we\s+went\s+(?:for|with)\s+\w+\s+(?:for|as)\b|"
+    r"(?:committee|board|team|group)\s+(?:went\s+with|chose|picked|approved)|"
+    r"the\s+winner\s+for\s+the|(?:the\s+)?date'?s\s+fixed|confirmed\s+with\s+the\s+\w+|"
+    r"we'?ll\s+take\s+the\s+\w+\s+(?:quote|offer|deal|option|bid)|we'?re\s+doing\s+plan)|"
+    r"^(?:settled|chosen|decided|agreed)\s*:",
 )
 # "I prefer …", "keep answers short": the speaker's own taste, not a rule for everyone.
 _PREFERENCE = re.compile(
@@ -29,7 +40,17 @@ _PREFERENCE = re.compile(
     r"keep\s+(?:your\s+|the\s+|my\s+|all\s+)?(?:answers|replies|responses|messages|summaries|"
     r"it|them|things|explanations)\s+(?:short|brief|terse|concise|simple|plain|under|to|in|"
     r"casual|formal|light))\b|"
-    r"我(?:更|比较|很|最)?(?:喜欢|偏好|倾向|希望|讨厌)|我不(?:喜欢|想要)|对我来说|"
+    # A pick of one's own: "my vote's on X", "put me down for X", "X for me, please".
+    r"\b(?:my\s+(?:vote|pick|choice)(?:'s|\s+is|\s+goes)?\s+(?:on|for|is)\b|"
+    r"is\s+my\s+(?:pick|choice|vote)\b|put\s+me\s+down\s+for|if\s+it'?s\s+up\s+to\s+me|"
+    r"i'?d\s+go\s+with|i\s+(?:always|usually)\s+(?:go|opt)\s+for|^for\s+me\s+it'?s\b|"
+    r"i'?m\s+more\s+of\s+an?\s+\w+\s+person|i'?d\s+like\s+the\b|"
+    r"i'?m\s+(?:a\s+)?(?:vegetarian|vegan|allergic|lactose|gluten|diabetic|kosher|halal)\b|"
+    r"when\s+you\s+(?:send|give|email|text|call|message|ping|book)\s+me\b)|"
+    r"^(?:please\s+)?(?:don'?t|do\s+not|never)\s+(?:book|send|call|text|email|ping|put|"
+    r"schedule|assign|add|tag|cc|seat)\s+me\b|"
+    r"我(?:更|比较|很|最)?(?:喜欢|偏好|倾向|希望|讨厌)|我(?:更|比较|最)想|如果可以的话|"
+    r"我不(?:喜欢|想要)|对我来说|"
     r"请.{0,12}(?:简短|简洁|简单|精简)|(?:回答|回复|答案).{0,6}(?:简短|简洁|短一点)",
 )
 # "I love/like/hate …" is mostly small talk ("I love science fiction"); it states a
@@ -92,7 +113,8 @@ _NEVER_PAST = re.compile(
 # A rule in words that also describe what merely happens: "never", "only", "don't" …
 _WEAK_RULE = re.compile(
     rf"^(?:(?:please|remember|reminder|note|and|also|so|ok|okay)[,:]?\s+)?"
-    rf"(?:never|always|only|don'?t|do\s+not|no\s+(?!{_NO_REPLY})\w+|nobody|no\s+one|avoid)\b|"
+    rf"(?:never|always|only|(?:don'?t|do\s+not)(?!\s+(?:forget|(?:get|mind|judge|quote|ask|tell)\s+me)\b)|no\s+(?!{_NO_REPLY})\w+|nobody|"
+    rf"no\s+one|avoid)\b|"
     rf"\b{_GROUP}\s+{_WEAK_MODAL}\s+(?!{_STATE})",
 )
 # Words that only ever set one.
@@ -101,18 +123,33 @@ _STRONG_RULE = re.compile(
     r"^(?:under\s+no\s+circumstances|at\s+no\s+time)\b|"
     r"\b(?:not\s+allowed|no\s+\w+(?:\s+\w+)?\s+(?:is\s+|are\s+)?allowed|forbidden|prohibited|"
     r"mandatory|required\s+to|must\s+not|off-limits|no\s+exceptions|at\s+all\s+times|"
-    r"without\s+(?:\w+\s+)?(?:approval|sign-?off|permission|consent)|rule\s*:)|"
+    r"without\s+(?:\w+\s+)?(?:approval|sign-?off|permission|consent)|rule\s*:|"
+    # Norms in plain words: "needs sign-off", "stays private", "is not to be posted".
+    r"(?:needs?|requires?)\s+(?:\w+\s+)?(?:sign-?off|approval|review)\s+(?:from|by|first)|"
+    r"gets?\s+(?:\w+\s+){0,2}(?:checked|reviewed|approved)\s+by\s+\w+(?:\s+\w+)?\s+first|"
+    r"stays?\s+(?:private|confidential|internal|secret)|(?:is|are)\s+not\s+to\s+be\s+"
+    r"(?:posted|shared|forwarded|used|touched|opened|moved|discussed|mentioned|sent|shown)|"
+    r"not\s+ok(?:ay)?\s+to\s+(?:forward|share|post|send|use|bring|invite|leak|discuss)|"
+    r"forbids|strictly\s+no|ground\s+rules?|leaves\s+this\s+(?:room|chat|group)|"
+    r"until\s+further\s+notice|stick\s+to\s+this|keep\s+.{0,40}\bout\s+of\s+"
+    r"(?:public|email|the\s+chat|this\s+chat|the\s+group)|keep\s+.{0,40}\bfor\s+\w+\s+only)|"
+    r"\bwithout\b.{0,60}\b(?:get|gets|are|will\s+be)\s+rejected\b|"
+    r"^(?:guys,?\s+|everyone,?\s+|please\s+)?stop\s+\w+ing\b.*\bwithout\b|"
     r"不要|禁止|必须|务必|只能|不得|一定要|不准|不许|不可以|严禁|切勿|千万别|未经.{0,8}(?:批准|同意|允许)",
 )
 # A member asking someone to do something …
 _ASK = re.compile(
-    r"^(?:(?:hey|hi|ok|okay|so|and|also)[,!]?\s+)?(?:@?[\w-]+\s*,\s*)?"
+    r"^(?:(?:hey|hi|ok|okay|so|and|also)[,!]?\s+)?(?:@?[\w-]+\s*,\s*|@[\w-]+\s+)?"
     r"(?:(?:can|could)\s+(?:you|someone|somebody|anyone)|will\s+(?:someone|somebody|anyone)|"
-    r"please|pls|kindly|would\s+you\s+mind|remind\s+me)\b|"
+    r"please|pls|kindly|(?:would\s+you\s+)?mind\s+\w+ing|remind\s+me|ask\s+\w+\s+to|"
+    r"(?:don'?t|do\s+not)\s+forget\s+to)\b|"
+    # A task handed to someone: "Task for Bob:", "over to you", "the slides are yours to finish".
+    r"\b(?:(?:task|todo|job)\s+for\s+\w+\s*:|next\s+step\s+is\s+on\b|over\s+to\s+you\b|"
+    r"your\s+job\s*:|(?:is|are)\s+yours\s+to\b|you'?re\s+on\s+\w+\s+duty\b)|"
     r"\b(?:i\s+need\s+you\s+to|i'?d\s+like\s+(?:you|someone|somebody)\s+to|"
     r"i\s+would\s+like\s+(?:you|someone|somebody)\s+to|(?:can|could)\s+you\s+(?:please\s+)?\w+|"
     r"(?:someone|somebody|anyone)\s+(?:needs?\s+to|should|has\s+to|must))\b|"
-    r"请你|请帮|帮我|帮忙|麻烦|你能不能|能不能帮|可以帮",
+    r"请你|请帮|帮我|帮忙|麻烦|你能不能|能不能帮|可以帮|^请|[a-z]\w*负责",
 )
 # … or taking it on for the group, which small talk also says ("maybe we will meet again").
 _PLEDGE = re.compile(
@@ -126,7 +163,13 @@ _PLEDGE = re.compile(
 # is told by its capital, so this one reads the sentence as written.
 _NAMED = re.compile(
     rf"\b{_NAME}\s+(?:(?P<strong>{_STRONG_MODAL})|(?P<weak>{_WEAK_MODAL})|will|should|needs\s+to|"
-    r"has\s+to|is\s+going\s+to)\s"
+    r"has\s+to|is\s+going\s+to|promised\s+to|said\s+(?:they|he|she)'?d|"
+    r"is\s+(?:taking\s+care\s+of|handling|in\s+charge\s+of))\s|"
+    rf"^{_NAME}\s+to\s+[a-z]+\b.*\b(?:by|before)\s+\w|"
+    # "Hey Bob, send the team the plan": a task handed to the one addressed.
+    rf"^(?:(?:Hey|Hi|Ok|OK|Okay)\s+)?{_NAME},\s+(?:send|book|call|email|chase|confirm|update|"
+    r"file|print|bring|check|fix|renew|order|buy|pick|grab|water|write|share|post|upload|"
+    r"finish|prepare|draft|ping|invite|reserve)\b"
 )
 
 

@@ -8,8 +8,8 @@ from tests.cli.test_console_and_operator import bot_lines, chatter, compactbot
 
 SMALL_WINDOW = {"COMPACTBOT_CONTEXT_LENGTH": "8192"}
 FACTS = (
-    "alice: FACT: The launch codename is PELICAN and the deadline is 2027-01-20.\n"
-    "bob: CONSTRAINT: Spend cap is €800. Never exceed it without approval.\n"
+    "bob: FACT: The launch codename is PELICAN and the deadline is 2027-01-20.\n"
+    "alice: CONSTRAINT: Spend cap is €800. Never exceed it without approval.\n"
 )
 
 

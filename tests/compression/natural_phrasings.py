@@ -35,6 +35,12 @@ RULES = (
     "只能在周二部署。",
     "未经批准不得使用公司信用卡。",
     "周末一定要关掉服务器。",
+    "Drafts get reviewed by legal first, no exceptions.",
+    "Every PR needs approval from two reviewers.",
+    "The guest list stays private.",
+    "The door code is not to be posted here.",
+    "It is not okay to forward the minutes to anyone outside the board.",
+    "Deploys to staging are frozen until further notice.",
 )
 PREFERENCES = (
     "I prefer short answers.",
@@ -69,6 +75,12 @@ PREFERENCES = (
     "我不喜欢太长的解释。",
     "我希望周报用表格来写。",
     "回复请简洁，不用客套。",
+    "My pick for the retreat is the lake house.",
+    "I'm gluten free, so the bakery order needs to account for that.",
+    "For the quiz night I'd like the history category.",
+    "I'd go with the blue logo, it pops more.",
+    "Put me down for the vegetarian option.",
+    "Don't book me on the early flight again.",
 )
 # (text, who should do it), the speaker being Alice; "the group": asked of no one in particular.
 ACTIONS = (
@@ -106,6 +118,19 @@ ACTIONS = (
     ("帮我把文件打印出来。", "the group"),
 )
 # Chatter that carries none of these kinds.
+DECISIONS = (
+    "We agreed the launch moves to March 3.",
+    "OK, Kestrel it is for the codename.",
+    "The committee picked Lumen Hall for the ceremony.",
+    "Decided: standups move to 9:30.",
+    "We settled on two sprints per month.",
+    "Locking it in, the offsite is in Porto.",
+    "The board approved the new budget of $40,000.",
+    "Alright, done deal, Marta does the catering.",
+    "Vote's closed: Ember is the name of the newsletter.",
+    "最后定了，年会在5月27日举行。",
+)
+
 CHATTER = (
     "No worries, see you then",
     "I don't know what happened there",
@@ -130,4 +155,11 @@ CHATTER = (
     "Maybe we will meet in Arizona one day!",
     "I think I'll have to go on a cruise this summer haha",
     "I would like to read that novel someday.",
+    "Don't get me wrong, the sushi was great.",
+    "I need to review for the midterm tomorrow.",
+    "Hope to talk again some other time!",
+    "Technically I can do it, heaven forbid twice in a row.",
+    "It is for the greater good, I guess.",
+    "Nice to meet you man",
+    "That is my final answer.",
 )

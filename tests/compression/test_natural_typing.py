@@ -28,7 +28,7 @@ from compactbot.compression.template import (
     HEADING_LATEST_ASK,
     is_summary_text,
 )
-from tests.compression.natural_phrasings import ACTIONS, CHATTER, PREFERENCES, RULES
+from tests.compression.natural_phrasings import ACTIONS, CHATTER, DECISIONS, PREFERENCES, RULES
 from tests.compression.scripted import FILLER, FakeClock, assistant, system, tool_round, user
 
 TODAY = dt.date(2026, 12, 5)
@@ -66,6 +66,12 @@ def test_a_normative_statement_is_a_rule(text: str) -> None:
 def test_a_stated_taste_is_that_members_preference(text: str) -> None:
     entries = _extracted(user("Bob", text))
     assert [(e.kind, e.speaker) for e in entries if e.kind != "topic"] == [("preference", "Bob")]
+
+
+@pytest.mark.parametrize("text", DECISIONS)
+def test_a_choice_announced_as_made_is_a_decision(text: str) -> None:
+    kinds = [e.kind for e in _extracted(user("Dave", text)) if e.kind != "topic"]
+    assert kinds[:1] == ["decision"]
 
 
 @pytest.mark.parametrize(("text", "owner"), ACTIONS)
