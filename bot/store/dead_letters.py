@@ -6,8 +6,8 @@ from collections.abc import Callable
 from typing import Protocol
 
 from compactbot.bot.store.base import DeadLetter
-from compactbot.bot.store.database import Database
 from compactbot.bot.store.rows import Row
+from compactbot.bot.store.sqlite.database import Database
 
 # A dead letter is evidence, not a backup: enough of the payload to see what went wrong.
 MAX_PAYLOAD_CHARS = 16_000

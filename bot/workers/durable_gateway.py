@@ -30,7 +30,7 @@ from compactbot.bot.store.base import (
     TurnFence,
     TurnLost,
 )
-from compactbot.bot.store.postgres_inbox import PostgresInbox, Say
+from compactbot.bot.store.postgres.inbox import PostgresInbox, Say
 from compactbot.bot.turns.turn_requests import turn_request
 
 log = logging.getLogger(__name__)

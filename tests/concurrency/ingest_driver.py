@@ -16,8 +16,8 @@ from typing import Any
 
 from compactbot.bot.app import App
 from compactbot.bot.llm.offline_model import OfflineModel
-from compactbot.bot.store import sqlite_ingest
-from compactbot.bot.store.sqlite import SqliteStore
+from compactbot.bot.store.sqlite import ingest as sqlite_ingest
+from compactbot.bot.store.sqlite.store import SqliteStore
 from tests.harness import RecordingAdapter, group_message, make_config
 
 UPDATE_ID = "7001"

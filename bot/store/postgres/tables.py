@@ -6,8 +6,8 @@ from collections.abc import AsyncIterable, AsyncIterator, Callable
 from typing import Any
 
 from compactbot.bot.store import rows
-from compactbot.bot.store.postgres_database import PostgresDatabase
-from compactbot.bot.store.postgres_rows import search_text_of
+from compactbot.bot.store.postgres.database import PostgresDatabase
+from compactbot.bot.store.postgres.rows import search_text_of
 from compactbot.bot.store.tables import PAGE_ROWS, CopiedTable, Row, quoted
 
 # Rows from SQLite carry 0/1 for booleans and may carry ints for floats; asyncpg wants the type.

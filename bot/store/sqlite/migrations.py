@@ -1,4 +1,4 @@
-"""Numbered schema migrations for the SQLite store (applied by bot/store/sqlite_migrate.py)."""
+"""Numbered schema migrations for the SQLite store (applied by bot/store/sqlite/migrate.py)."""
 
 from __future__ import annotations
 
@@ -265,7 +265,7 @@ CREATE INDEX IF NOT EXISTS admin_cache_expires ON admin_cache(expires_at);
 """
 
 
-# The index is filled behind the writer (bot/store/sqlite_fts.py): a row is in messages_fts
+# The index is filled behind the writer (bot/store/sqlite/fts.py): a row is in messages_fts
 # exactly when its id is <= fts_indexed.upto, and search scans the rows above it. Edits and
 # deletes of rows not yet indexed leave the index alone; the indexer reads their current text.
 _SCHEMA_V10 = f"""

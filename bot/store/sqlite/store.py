@@ -10,7 +10,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from compactbot.bot.store import rows, sqlite_ingest
+from compactbot.bot.store import rows
 from compactbot.bot.store.base import (
     ChatRecord,
     NewMessage,
@@ -20,21 +20,22 @@ from compactbot.bot.store.base import (
     StoredMessage,
     TurnFence,
 )
-from compactbot.bot.store.bookkeeping import Bookkeeping
-from compactbot.bot.store.database import Database, one
 from compactbot.bot.store.dead_letters import DeadLetters
 from compactbot.bot.store.hits import FETCH_FACTOR, clamp_limit, distinct_hits
 from compactbot.bot.store.memory_rows import SELECT_ENTRIES_SQL, SELECT_REREAD_SQL, memory_from_rows
-from compactbot.bot.store.migrations import TRIGRAM, indexed_text
-from compactbot.bot.store.revisions import Revisions
 from compactbot.bot.store.settings_cache import RawSettingsCache
-from compactbot.bot.store.sqlite_console import SqliteConsole
-from compactbot.bot.store.sqlite_forget import SqliteForget
-from compactbot.bot.store.sqlite_fts import QUIET_SECONDS, BackgroundIndexer
-from compactbot.bot.store.sqlite_ingest import OPEN_SESSION_SQL
-from compactbot.bot.store.sqlite_limits import SqliteLimits
-from compactbot.bot.store.sqlite_tables import SqliteTables
-from compactbot.bot.store.sqlite_writes import (
+from compactbot.bot.store.sqlite import ingest as sqlite_ingest
+from compactbot.bot.store.sqlite.bookkeeping import Bookkeeping
+from compactbot.bot.store.sqlite.console import SqliteConsole
+from compactbot.bot.store.sqlite.database import Database, one
+from compactbot.bot.store.sqlite.forget import SqliteForget
+from compactbot.bot.store.sqlite.fts import QUIET_SECONDS, BackgroundIndexer
+from compactbot.bot.store.sqlite.ingest import OPEN_SESSION_SQL
+from compactbot.bot.store.sqlite.limits import SqliteLimits
+from compactbot.bot.store.sqlite.migrations import TRIGRAM, indexed_text
+from compactbot.bot.store.sqlite.revisions import Revisions
+from compactbot.bot.store.sqlite.tables import SqliteTables
+from compactbot.bot.store.sqlite.writes import (
     COUNT_ACTIVE_SQL,
     CompactionWrites,
     refuse_fence,

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 from compactbot.bot.store.base import IngestItem, IngestResult, TurnFence, TurnLost
 
 if TYPE_CHECKING:
-    from compactbot.bot.store.postgres_database import PooledConnection
+    from compactbot.bot.store.postgres.database import PooledConnection
 
 # One channel per schema: installations (and the tests' schemas) sharing a server wake only
 # their own workers. Hashed, because a channel name is at most 63 bytes and a schema name may

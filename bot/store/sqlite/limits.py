@@ -11,13 +11,13 @@ from collections.abc import Callable, Sequence
 from functools import partial
 from typing import TypeVar
 
-from compactbot.bot.store.database import Database
 from compactbot.bot.store.shared_limits import (
     CHAT_SPEND_WHERE,
     LIMITS_PRUNE_INTERVAL_SECONDS,
     RATE_WINDOW_SECONDS,
     DaySpend,
 )
+from compactbot.bot.store.sqlite.database import Database
 
 T = TypeVar("T")
 

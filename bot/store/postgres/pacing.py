@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from compactbot.bot.store.postgres_database import PostgresDatabase
+from compactbot.bot.store.postgres.database import PostgresDatabase
 
 # A leaky bucket kept as the time the bucket is empty again (`next_at`): a request may leave as
 # soon as fewer than `burst` are ahead of it, i.e. `(burst - 1) * interval` before that time.

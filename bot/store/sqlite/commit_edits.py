@@ -13,9 +13,9 @@ from collections.abc import Sequence
 import aiosqlite
 
 from compactbot.bot.store.commit_edits import merged_copies, verbatim_copies
-from compactbot.bot.store.database import one
 from compactbot.bot.store.merged_copies import refreshed_merge
 from compactbot.bot.store.message_records import NewMessage
+from compactbot.bot.store.sqlite.database import one
 
 # How many of the rows a compaction read are still live (ids as one JSON array parameter).
 _LIVE_SPAN_SQL = (

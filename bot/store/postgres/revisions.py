@@ -1,4 +1,4 @@
-"""Messages by their platform id on PostgreSQL: bot/store/revisions.py in PostgreSQL's dialect.
+"""Messages by their platform id on PostgreSQL: bot/store/sqlite/revisions.py in its dialect.
 
 Besides what SQLite does, every rewrite of a row's text rewrites its `search_text`, so an edited
 message is found by its new text and a deleted one is found no more. Each write first locks the
@@ -13,11 +13,11 @@ from typing import TYPE_CHECKING, Any
 from compactbot.bot.store import rows
 from compactbot.bot.store.base import StoredMessage
 from compactbot.bot.store.merged_copies import Rewrite, member_row, merged_rewrite, merged_tokens
-from compactbot.bot.store.postgres_database import PostgresDatabase
-from compactbot.bot.store.postgres_rows import search_text_of
+from compactbot.bot.store.postgres.database import PostgresDatabase
+from compactbot.bot.store.postgres.rows import search_text_of
 
 if TYPE_CHECKING:
-    from compactbot.bot.store.postgres_database import PooledConnection
+    from compactbot.bot.store.postgres.database import PooledConnection
 
 # A copy with a summary merged into it is the message only in part: the plain rows come first.
 _FIND_SQL = (

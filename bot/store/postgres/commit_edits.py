@@ -1,4 +1,4 @@
-"""PostgreSQL: bot/store/sqlite_commit_edits.py in PostgreSQL's dialect (and `search_text`)."""
+"""PostgreSQL: bot/store/sqlite/commit_edits.py in PostgreSQL's dialect (and `search_text`)."""
 
 from __future__ import annotations
 
@@ -9,10 +9,10 @@ from compactbot.bot.store import rows
 from compactbot.bot.store.commit_edits import merged_copies, verbatim_copies
 from compactbot.bot.store.merged_copies import refreshed_merge
 from compactbot.bot.store.message_records import NewMessage
-from compactbot.bot.store.postgres_rows import search_text_of
+from compactbot.bot.store.postgres.rows import search_text_of
 
 if TYPE_CHECKING:
-    from compactbot.bot.store.postgres_database import PooledConnection
+    from compactbot.bot.store.postgres.database import PooledConnection
 
 _LIVE_SPAN_SQL = (
     "SELECT count(*) FROM messages WHERE session_id = $1 AND active AND id = ANY($2::bigint[])"

@@ -15,9 +15,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from compactbot.bot.store.base import NewMessage, TurnFence
-from compactbot.bot.store.postgres_appends import append_rows
-from compactbot.bot.store.postgres_database import PostgresDatabase, affected
-from compactbot.bot.store.postgres_queue_sql import (
+from compactbot.bot.store.postgres.appends import append_rows
+from compactbot.bot.store.postgres.database import PostgresDatabase, affected
+from compactbot.bot.store.postgres.queue_sql import (
     CHANNEL_SQL,
     FENCE_SQL,
     INSERT_JOB_SQL,
@@ -25,7 +25,7 @@ from compactbot.bot.store.postgres_queue_sql import (
 )
 
 if TYPE_CHECKING:
-    from compactbot.bot.store.postgres_database import PooledConnection
+    from compactbot.bot.store.postgres.database import PooledConnection
 
 # The lane heads (oldest unfinished job of a chat) a worker may answer, free now. A head still
 # 'doing' once its lease ran out lost its worker: a survivor.

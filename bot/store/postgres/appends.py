@@ -1,6 +1,6 @@
 """Appending to a PostgreSQL session's transcript: open or start it, add rows, keep its totals.
 
-The steps of the ingest and append transactions in bot/store/postgres_writes.py; the caller holds
+The steps of the ingest and append transactions in bot/store/postgres/writes.py; the caller holds
 the transaction, and the session row's lock orders its inserts against other writers.
 """
 
@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
-from compactbot.bot.store import postgres_rows, rows
+from compactbot.bot.store import rows
 from compactbot.bot.store.base import (
     IngestItem,
     IngestResult,
@@ -18,10 +18,11 @@ from compactbot.bot.store.base import (
     SessionNotFound,
     SessionRecord,
 )
-from compactbot.bot.store.postgres_database import affected
+from compactbot.bot.store.postgres import rows as postgres_rows
+from compactbot.bot.store.postgres.database import affected
 
 if TYPE_CHECKING:
-    from compactbot.bot.store.postgres_database import PooledConnection
+    from compactbot.bot.store.postgres.database import PooledConnection
 
 OPEN_SESSION_SQL = (
     "SELECT * FROM sessions WHERE chat_key = $1 AND scope_user IS NOT DISTINCT FROM $2"

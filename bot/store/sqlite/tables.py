@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterable, AsyncIterator
 
-from compactbot.bot.store.database import Database
+from compactbot.bot.store.sqlite.database import Database
 from compactbot.bot.store.tables import PAGE_ROWS, CopiedTable, Row, quoted
 
 

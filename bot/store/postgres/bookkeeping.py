@@ -1,6 +1,6 @@
 """Side tables of the PostgreSQL store: locks, chat settings, events, usage, dedup, pins.
 
-Method for method bot/store/bookkeeping.py in PostgreSQL's dialect.
+Method for method bot/store/sqlite/bookkeeping.py in PostgreSQL's dialect.
 """
 
 from __future__ import annotations
@@ -17,16 +17,16 @@ from compactbot.bot.store.dead_letters import (
     DeadLetter,
     dead_letter_from_row,
 )
-from compactbot.bot.store.postgres_database import PostgresDatabase, affected
+from compactbot.bot.store.postgres.database import PostgresDatabase, affected
 from compactbot.bot.store.settings_cache import RawSettingsCache
-from compactbot.bot.store.sqlite_writes import (
+from compactbot.bot.store.sqlite.writes import (
     PROCESSED_UPDATES_KEEP_SECONDS,
     PRUNE_INTERVAL_SECONDS,
     event_params,
 )
 
 if TYPE_CHECKING:
-    from compactbot.bot.store.postgres_database import PooledConnection
+    from compactbot.bot.store.postgres.database import PooledConnection
 
 INSERT_EVENT_SQL = (
     "INSERT INTO compression_events(chat_key, session_id, trigger, started_at,"

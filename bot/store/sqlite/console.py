@@ -11,7 +11,7 @@ from compactbot.bot.store.console_records import (
     ConsoleSession,
     Role,
 )
-from compactbot.bot.store.database import Database
+from compactbot.bot.store.sqlite.database import Database
 
 _INSERT_SESSION_SQL = (
     "INSERT INTO console_sessions(token_hash, who, role, chat_key, created_at, expires_at)"

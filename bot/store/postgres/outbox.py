@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from compactbot.bot.store.postgres_database import PostgresDatabase
+from compactbot.bot.store.postgres.database import PostgresDatabase
 
 # Only the oldest undelivered row of each chat is eligible, so a chat's replies go out in order
 # even when its jobs finished on different workers.

@@ -5,11 +5,11 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from compactbot.bot.store.memory_rows import ENTRY_COLUMNS, entry_params, memory_from_rows
-from compactbot.bot.store.postgres_database import PostgresDatabase
+from compactbot.bot.store.postgres.database import PostgresDatabase
 from compactbot.compression.memory import Memory
 
 if TYPE_CHECKING:
-    from compactbot.bot.store.postgres_database import PooledConnection
+    from compactbot.bot.store.postgres.database import PooledConnection
 
 _MARKS = ", ".join(f"${n}" for n in range(1, ENTRY_COLUMNS.count(",") + 2))
 _INSERT_ENTRY_SQL = f"INSERT INTO memory_entries ({ENTRY_COLUMNS}) VALUES ({_MARKS})"

@@ -1,10 +1,10 @@
-"""The PostgreSQL `ConsoleRecords`, statement for statement bot/store/sqlite_console.py."""
+"""The PostgreSQL `ConsoleRecords`, statement for statement bot/store/sqlite/console.py."""
 
 from __future__ import annotations
 
 from compactbot.bot.store.console_records import AUDIT_PAGE_MAX, AuditEntry, ConsoleSession
-from compactbot.bot.store.postgres_database import PostgresDatabase
-from compactbot.bot.store.sqlite_console import audit_from_row, session_from_row
+from compactbot.bot.store.postgres.database import PostgresDatabase
+from compactbot.bot.store.sqlite.console import audit_from_row, session_from_row
 
 _INSERT_SESSION_SQL = (
     "INSERT INTO console_sessions(token_hash, who, role, chat_key, created_at, expires_at)"

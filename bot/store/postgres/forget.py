@@ -1,4 +1,4 @@
-"""`ForgetStore` on PostgreSQL: bot/store/sqlite_forget.py in PostgreSQL's dialect.
+"""`ForgetStore` on PostgreSQL: bot/store/sqlite/forget.py in PostgreSQL's dialect.
 
 Deleting a row takes its `search_text` (the trigram index) with it. The chat's session rows are
 locked first, in id order, like every other writer of a session.
@@ -11,14 +11,14 @@ from typing import TYPE_CHECKING, Any
 
 from compactbot.bot.store.forgetting import REWRITTEN_ROLES, ForgetPlan, TargetRow, TextRow, plan
 from compactbot.bot.store.memory_rows import ENTRY_COLUMNS, memory_from_rows
-from compactbot.bot.store.postgres_database import PostgresDatabase
-from compactbot.bot.store.postgres_memory import write_memory
-from compactbot.bot.store.postgres_rows import search_text_of
+from compactbot.bot.store.postgres.database import PostgresDatabase
+from compactbot.bot.store.postgres.memory import write_memory
+from compactbot.bot.store.postgres.rows import search_text_of
 from compactbot.bot.store.rows import decode_content
 from compactbot.compression.transcript import content_text
 
 if TYPE_CHECKING:
-    from compactbot.bot.store.postgres_database import PooledConnection
+    from compactbot.bot.store.postgres.database import PooledConnection
 
 _ROW_COLUMNS = "m.id, m.session_id, m.active, m.tokens, m.content, m.content_format, m.tool_calls"
 _ENTRIES_SQL = f"SELECT {ENTRY_COLUMNS} FROM memory_entries WHERE session_id = $1 ORDER BY entry_id"

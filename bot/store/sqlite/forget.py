@@ -1,6 +1,6 @@
 """`ForgetStore` on SQLite: one writer transaction, then the text leaves the file's live pages.
 
-The writer runs with secure_delete (bot/store/database.py), so deleted cells are zeroed; the
+The writer runs with secure_delete (bot/store/sqlite/database.py), so deleted cells are zeroed; the
 full-text index is merged ('optimize') so no old segment keeps a forgotten token, and the WAL is
 checkpointed and truncated so no old page image survives beside the database.
 """
@@ -12,7 +12,6 @@ from collections.abc import Callable, Sequence
 from functools import partial
 from typing import Any
 
-from compactbot.bot.store.database import Database
 from compactbot.bot.store.forgetting import REWRITTEN_ROLES, ForgetPlan, TargetRow, TextRow, plan
 from compactbot.bot.store.memory_rows import (
     INSERT_ENTRY_SQL,
@@ -22,6 +21,7 @@ from compactbot.bot.store.memory_rows import (
     memory_from_rows,
 )
 from compactbot.bot.store.rows import decode_content
+from compactbot.bot.store.sqlite.database import Database
 from compactbot.compression.transcript import content_text
 
 ID_BATCH = 500  # ids per IN (...), well under SQLite's variable limit

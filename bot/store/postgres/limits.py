@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from compactbot.bot.store.postgres_database import PostgresDatabase
+from compactbot.bot.store.postgres.database import PostgresDatabase
 from compactbot.bot.store.shared_limits import (
     CHAT_SPEND_WHERE,
     LIMITS_PRUNE_INTERVAL_SECONDS,

@@ -15,8 +15,8 @@ import aiosqlite
 
 from compactbot.bot.store import rows
 from compactbot.bot.store.base import StoredMessage
-from compactbot.bot.store.database import Database, one
 from compactbot.bot.store.merged_copies import member_row, merged_rewrite, merged_tokens
+from compactbot.bot.store.sqlite.database import Database, one
 
 # A copy with a summary merged into it is the message only in part: the plain rows come first.
 _FIND_SQL = (

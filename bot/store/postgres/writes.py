@@ -1,6 +1,6 @@
 """The PostgreSQL store's multi-step writes, each ONE transaction: ingest, compaction, deltas.
 
-Method for method bot/store/sqlite_writes.py in PostgreSQL's dialect. Every write of a session
+Method for method bot/store/sqlite/writes.py in PostgreSQL's dialect. Every write of a session
 takes the session row's lock first (`FOR UPDATE` or an UPDATE of it), so writers of one session
 are ordered and each sees the other's committed rows and version.
 """
@@ -11,7 +11,7 @@ import logging
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from compactbot.bot.store import postgres_rows, rows
+from compactbot.bot.store import rows
 from compactbot.bot.store.base import (
     CompactionCommit,
     CompressionEvent,
@@ -23,28 +23,29 @@ from compactbot.bot.store.base import (
     StateDelta,
     TurnFence,
 )
-from compactbot.bot.store.postgres_appends import (
+from compactbot.bot.store.postgres import rows as postgres_rows
+from compactbot.bot.store.postgres.appends import (
     Appending,
     append_rows,
     insert_after_max,
     max_seq,
     open_appending,
 )
-from compactbot.bot.store.postgres_bookkeeping import (
+from compactbot.bot.store.postgres.bookkeeping import (
     INSERT_EVENT_SQL,
     mark_processed,
     prune_processed,
 )
-from compactbot.bot.store.postgres_commit_edits import refresh_copies, span_live
-from compactbot.bot.store.postgres_database import PostgresDatabase, affected
-from compactbot.bot.store.postgres_memory import write_memory
-from compactbot.bot.store.postgres_queue_sql import NOTIFY_SQL, check_turn_fence, enqueue_turn
-from compactbot.bot.store.sqlite_writes import event_params
+from compactbot.bot.store.postgres.commit_edits import refresh_copies, span_live
+from compactbot.bot.store.postgres.database import PostgresDatabase, affected
+from compactbot.bot.store.postgres.memory import write_memory
+from compactbot.bot.store.postgres.queue_sql import NOTIFY_SQL, check_turn_fence, enqueue_turn
+from compactbot.bot.store.sqlite.writes import event_params
 from compactbot.compression.memory import Memory
 from compactbot.compression.state import CompressorState
 
 if TYPE_CHECKING:
-    from compactbot.bot.store.postgres_database import PooledConnection
+    from compactbot.bot.store.postgres.database import PooledConnection
 
 log = logging.getLogger(__name__)
 

@@ -10,9 +10,9 @@ from typing import Any
 
 from compactbot.bot.store import rows
 from compactbot.bot.store.base import CompressionEvent, LockRecord, Pin, UsagePurpose, UsageRow
-from compactbot.bot.store.database import Database, one
 from compactbot.bot.store.settings_cache import RawSettingsCache
-from compactbot.bot.store.sqlite_writes import (
+from compactbot.bot.store.sqlite.database import Database, one
+from compactbot.bot.store.sqlite.writes import (
     INSERT_EVENT_SQL,
     event_params,
     mark_processed,

@@ -1,7 +1,7 @@
 """The PostgreSQL `Store`: chats, sessions, messages, fenced compaction and trigram search.
 
-Method for method the SQLite store (bot/store/sqlite.py) in PostgreSQL's dialect. Writers of one
-session are ordered by the session row's lock, which every write of it takes first.
+Method for method the SQLite store (bot/store/sqlite/store.py) in PostgreSQL's dialect. Writers
+of one session are ordered by the session row's lock, which every write of it takes first.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from collections.abc import Callable, Sequence
 from types import TracebackType
 from typing import Any
 
-from compactbot.bot.store import postgres_rows, rows
+from compactbot.bot.store import rows
 from compactbot.bot.store.base import (
     ChatRecord,
     SearchHit,
@@ -21,19 +21,20 @@ from compactbot.bot.store.base import (
     StoredMessage,
 )
 from compactbot.bot.store.hits import FETCH_FACTOR, clamp_limit, distinct_hits
-from compactbot.bot.store.postgres_appends import OPEN_SESSION_SQL, start_session
-from compactbot.bot.store.postgres_bookkeeping import PostgresBookkeeping
-from compactbot.bot.store.postgres_console import PostgresConsole
-from compactbot.bot.store.postgres_database import PostgresDatabase, affected, redacted_dsn
-from compactbot.bot.store.postgres_forget import PostgresForget
-from compactbot.bot.store.postgres_inbox import PostgresInbox
-from compactbot.bot.store.postgres_limits import PostgresLimits
-from compactbot.bot.store.postgres_memory import load_memory
-from compactbot.bot.store.postgres_outbox import PostgresOutbox
-from compactbot.bot.store.postgres_pacing import PostgresPacing
-from compactbot.bot.store.postgres_revisions import PostgresRevisions
-from compactbot.bot.store.postgres_tables import PostgresTables
-from compactbot.bot.store.postgres_writes import COUNT_ACTIVE_SQL, WRITE_STATE_SQL, PostgresWrites
+from compactbot.bot.store.postgres import rows as postgres_rows
+from compactbot.bot.store.postgres.appends import OPEN_SESSION_SQL, start_session
+from compactbot.bot.store.postgres.bookkeeping import PostgresBookkeeping
+from compactbot.bot.store.postgres.console import PostgresConsole
+from compactbot.bot.store.postgres.database import PostgresDatabase, affected, redacted_dsn
+from compactbot.bot.store.postgres.forget import PostgresForget
+from compactbot.bot.store.postgres.inbox import PostgresInbox
+from compactbot.bot.store.postgres.limits import PostgresLimits
+from compactbot.bot.store.postgres.memory import load_memory
+from compactbot.bot.store.postgres.outbox import PostgresOutbox
+from compactbot.bot.store.postgres.pacing import PostgresPacing
+from compactbot.bot.store.postgres.revisions import PostgresRevisions
+from compactbot.bot.store.postgres.tables import PostgresTables
+from compactbot.bot.store.postgres.writes import COUNT_ACTIVE_SQL, WRITE_STATE_SQL, PostgresWrites
 from compactbot.bot.store.settings_cache import RawSettingsCache
 from compactbot.compression.memory import Memory
 from compactbot.compression.state import CompressorState

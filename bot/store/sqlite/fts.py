@@ -15,8 +15,8 @@ import logging
 import sqlite3
 from functools import partial
 
-from compactbot.bot.store.database import Database
-from compactbot.bot.store.migrations import indexed_text
+from compactbot.bot.store.sqlite.database import Database
+from compactbot.bot.store.sqlite.migrations import indexed_text
 
 log = logging.getLogger(__name__)
 
