@@ -19,7 +19,7 @@ from compactbot.bot.store.dead_letters import (
 )
 from compactbot.bot.store.postgres.database import PostgresDatabase, affected
 from compactbot.bot.store.settings_cache import RawSettingsCache
-from compactbot.bot.store.sqlite.writes import (
+from compactbot.bot.store.sqlite.compaction import (
     PROCESSED_UPDATES_KEEP_SECONDS,
     PRUNE_INTERVAL_SECONDS,
     event_params,

@@ -24,6 +24,11 @@ from compactbot.bot.store.hits import FETCH_FACTOR, clamp_limit, distinct_hits
 from compactbot.bot.store.postgres import rows as postgres_rows
 from compactbot.bot.store.postgres.appends import OPEN_SESSION_SQL, start_session
 from compactbot.bot.store.postgres.bookkeeping import PostgresBookkeeping
+from compactbot.bot.store.postgres.compaction import (
+    COUNT_ACTIVE_SQL,
+    WRITE_STATE_SQL,
+    PostgresWrites,
+)
 from compactbot.bot.store.postgres.console import PostgresConsole
 from compactbot.bot.store.postgres.database import PostgresDatabase, affected, redacted_dsn
 from compactbot.bot.store.postgres.forget import PostgresForget
@@ -34,7 +39,6 @@ from compactbot.bot.store.postgres.outbox import PostgresOutbox
 from compactbot.bot.store.postgres.pacing import PostgresPacing
 from compactbot.bot.store.postgres.revisions import PostgresRevisions
 from compactbot.bot.store.postgres.tables import PostgresTables
-from compactbot.bot.store.postgres.writes import COUNT_ACTIVE_SQL, WRITE_STATE_SQL, PostgresWrites
 from compactbot.bot.store.settings_cache import RawSettingsCache
 from compactbot.compression.memory import Memory
 from compactbot.compression.state import CompressorState

@@ -11,13 +11,13 @@ from typing import Any
 from compactbot.bot.store import rows
 from compactbot.bot.store.base import CompressionEvent, LockRecord, Pin, UsagePurpose, UsageRow
 from compactbot.bot.store.settings_cache import RawSettingsCache
-from compactbot.bot.store.sqlite.database import Database, one
-from compactbot.bot.store.sqlite.writes import (
+from compactbot.bot.store.sqlite.compaction import (
     INSERT_EVENT_SQL,
     event_params,
     mark_processed,
     prune_processed,
 )
+from compactbot.bot.store.sqlite.database import Database, one
 
 ADD_USAGE_SQL = (
     "INSERT INTO usage(chat_key, user_id, day, purpose, prompt_tokens,"

@@ -24,23 +24,23 @@ from compactbot.bot.store.dead_letters import DeadLetters
 from compactbot.bot.store.hits import FETCH_FACTOR, clamp_limit, distinct_hits
 from compactbot.bot.store.memory_rows import SELECT_ENTRIES_SQL, SELECT_REREAD_SQL, memory_from_rows
 from compactbot.bot.store.settings_cache import RawSettingsCache
-from compactbot.bot.store.sqlite import ingest as sqlite_ingest
+from compactbot.bot.store.sqlite import appends as sqlite_appends
+from compactbot.bot.store.sqlite.appends import OPEN_SESSION_SQL
 from compactbot.bot.store.sqlite.bookkeeping import Bookkeeping
-from compactbot.bot.store.sqlite.console import SqliteConsole
-from compactbot.bot.store.sqlite.database import Database, one
-from compactbot.bot.store.sqlite.forget import SqliteForget
-from compactbot.bot.store.sqlite.fts import QUIET_SECONDS, BackgroundIndexer
-from compactbot.bot.store.sqlite.ingest import OPEN_SESSION_SQL
-from compactbot.bot.store.sqlite.limits import SqliteLimits
-from compactbot.bot.store.sqlite.migrations import TRIGRAM, indexed_text
-from compactbot.bot.store.sqlite.revisions import Revisions
-from compactbot.bot.store.sqlite.tables import SqliteTables
-from compactbot.bot.store.sqlite.writes import (
+from compactbot.bot.store.sqlite.compaction import (
     COUNT_ACTIVE_SQL,
     CompactionWrites,
     refuse_fence,
     start_session,
 )
+from compactbot.bot.store.sqlite.console import SqliteConsole
+from compactbot.bot.store.sqlite.database import Database, one
+from compactbot.bot.store.sqlite.forget import SqliteForget
+from compactbot.bot.store.sqlite.fts import QUIET_SECONDS, BackgroundIndexer
+from compactbot.bot.store.sqlite.limits import SqliteLimits
+from compactbot.bot.store.sqlite.migrations import TRIGRAM, indexed_text
+from compactbot.bot.store.sqlite.revisions import Revisions
+from compactbot.bot.store.sqlite.tables import SqliteTables
 from compactbot.compression.memory import Memory
 from compactbot.compression.state import CompressorState
 
@@ -263,7 +263,7 @@ class SqliteStore(
         """`append_messages` for several sessions in one transaction (all or nothing)."""
         now = self._clock()
         ids = await self._db.run_in_writer(
-            partial(sqlite_ingest.append_batch, items=items, now=now)
+            partial(sqlite_appends.append_batch, items=items, now=now)
         )
         self._fts.added(sum(len(found) for found in ids))
         return ids

@@ -1,6 +1,6 @@
 """The PostgreSQL store's multi-step writes, each ONE transaction: ingest, compaction, deltas.
 
-Method for method bot/store/sqlite/writes.py in PostgreSQL's dialect. Every write of a session
+Method for method bot/store/sqlite/compaction.py in PostgreSQL's dialect. Every write of a session
 takes the session row's lock first (`FOR UPDATE` or an UPDATE of it), so writers of one session
 are ordered and each sees the other's committed rows and version.
 """
@@ -40,7 +40,7 @@ from compactbot.bot.store.postgres.commit_edits import refresh_copies, span_live
 from compactbot.bot.store.postgres.database import PostgresDatabase, affected
 from compactbot.bot.store.postgres.memory import write_memory
 from compactbot.bot.store.postgres.queue_sql import NOTIFY_SQL, check_turn_fence, enqueue_turn
-from compactbot.bot.store.sqlite.writes import event_params
+from compactbot.bot.store.sqlite.compaction import event_params
 from compactbot.compression.memory import Memory
 from compactbot.compression.state import CompressorState
 

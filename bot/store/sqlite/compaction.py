@@ -27,10 +27,7 @@ from compactbot.bot.store.base import (
     TurnFence,
 )
 from compactbot.bot.store.memory_rows import write_memory
-from compactbot.bot.store.sqlite.commit_edits import refresh_copies, span_live
-from compactbot.bot.store.sqlite.database import Database, one
-from compactbot.bot.store.sqlite.fts import BackgroundIndexer
-from compactbot.bot.store.sqlite.ingest import (
+from compactbot.bot.store.sqlite.appends import (
     INSERT_CHAT_SQL,
     INSERT_SESSION_SQL,
     MARK_PROCESSED_SQL,
@@ -41,9 +38,12 @@ from compactbot.bot.store.sqlite.ingest import (
 )
 
 # Kept importable from here for the PostgreSQL store, which shares the retention rule.
-from compactbot.bot.store.sqlite.ingest import (
+from compactbot.bot.store.sqlite.appends import (
     PROCESSED_UPDATES_KEEP_SECONDS as PROCESSED_UPDATES_KEEP_SECONDS,
 )
+from compactbot.bot.store.sqlite.commit_edits import refresh_copies, span_live
+from compactbot.bot.store.sqlite.database import Database, one
+from compactbot.bot.store.sqlite.fts import BackgroundIndexer
 from compactbot.compression.memory import Memory
 from compactbot.compression.state import CompressorState
 
