@@ -19,11 +19,10 @@ import pytest
 
 from compactbot.bot.store import NewMessage, PostgresStore, StoreError
 from compactbot.bot.store.postgres.database import redacted_dsn
+from compactbot.bot.store.postgres.migrate import apply_migrations, schema_version
 from compactbot.bot.store.postgres.migrations import (
     LATEST_VERSION,
     MIGRATIONS,
-    apply_migrations,
-    schema_version,
 )
 from compactbot.compression.message_hints import message_hints
 from tests import postgres_server

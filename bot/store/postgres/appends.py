@@ -1,7 +1,7 @@
 """Appending to a PostgreSQL session's transcript: open or start it, add rows, keep its totals.
 
-The steps of the ingest and append transactions in bot/store/postgres/compaction.py; the caller
-holds the transaction, and the session row's lock orders its inserts against other writers.
+The steps of the ingest and append transactions in bot/store/postgres/ingest.py; the caller holds
+the transaction, and the session row's lock orders its inserts against other writers.
 """
 
 from __future__ import annotations

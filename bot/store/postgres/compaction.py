@@ -1,4 +1,4 @@
-"""The PostgreSQL store's multi-step writes, each ONE transaction: ingest, compaction, deltas.
+"""The PostgreSQL compaction commit (`TranscriptWrites.archive_and_compact`), ONE transaction.
 
 Method for method bot/store/sqlite/compaction.py in PostgreSQL's dialect. Every write of a session
 takes the session row's lock first (`FOR UPDATE` or an UPDATE of it), so writers of one session
@@ -15,155 +15,31 @@ from compactbot.bot.store import rows
 from compactbot.bot.store.base import (
     CompactionCommit,
     CompressionEvent,
-    IngestItem,
-    IngestResult,
     NewMessage,
     SessionNotFound,
     SessionRecord,
     StateDelta,
-    TurnFence,
 )
-from compactbot.bot.store.postgres import rows as postgres_rows
-from compactbot.bot.store.postgres.appends import (
-    Appending,
-    append_rows,
-    insert_after_max,
-    max_seq,
-    open_appending,
-)
-from compactbot.bot.store.postgres.bookkeeping import (
-    INSERT_EVENT_SQL,
-    mark_processed,
-    prune_processed,
-)
+from compactbot.bot.store.postgres.appends import insert_after_max, max_seq
 from compactbot.bot.store.postgres.commit_edits import refresh_copies, span_live
 from compactbot.bot.store.postgres.database import PostgresDatabase, affected
+from compactbot.bot.store.postgres.events import INSERT_EVENT_SQL
 from compactbot.bot.store.postgres.memory import write_memory
-from compactbot.bot.store.postgres.queue_sql import NOTIFY_SQL, check_turn_fence, enqueue_turn
-from compactbot.bot.store.sqlite.compaction import event_params
+from compactbot.bot.store.postgres.sessions import COUNT_ACTIVE_SQL, write_state
+from compactbot.bot.store.rows import event_params
 from compactbot.compression.memory import Memory
-from compactbot.compression.state import CompressorState
 
 if TYPE_CHECKING:
     from compactbot.bot.store.postgres.database import PooledConnection
 
 log = logging.getLogger(__name__)
 
-COUNT_ACTIVE_SQL = (
-    "SELECT coalesce(sum(tokens), 0), count(*) FROM messages WHERE session_id = $1 AND active"
-)
-UPSERT_CHAT_SQL = (
-    "INSERT INTO chats(key, platform, title, parent_key, is_group, created_at)"
-    " VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT(key) DO UPDATE SET"
-    " title = coalesce(excluded.title, chats.title),"
-    " parent_key = coalesce(excluded.parent_key, chats.parent_key),"
-    " is_group = excluded.is_group"
-)
-_STATE_ASSIGNMENTS = ", ".join(
-    f"{column} = ${n}" for n, column in enumerate(rows.STATE_COLUMNS, start=1)
-)
-WRITE_STATE_SQL = (
-    f"UPDATE sessions SET {_STATE_ASSIGNMENTS} WHERE id = ${len(rows.STATE_COLUMNS) + 1}"
-)
 
-
-class PostgresWrites:
-    """Mixin of `PostgresStore`: the writes that must be atomic across several tables."""
+class PostgresCompaction:
+    """The compaction commit of `PostgresStore`: archive, insert, state, memory, event at once."""
 
     _db: PostgresDatabase
     _clock: Callable[[], float]
-    _last_prune: float = 0.0
-
-    async def ingest(self, items: Sequence[IngestItem]) -> list[IngestResult]:
-        if not items:
-            return []
-        now = self._clock()
-        results, self._last_prune = await self._db.retried(
-            lambda conn: self._ingest(conn, items, now)
-        )
-        return results
-
-    async def _ingest(
-        self, conn: PooledConnection, items: Sequence[IngestItem], now: float
-    ) -> tuple[list[IngestResult], float]:
-        """The results, and the last-prune time once this attempt commits."""
-        results: list[IngestResult] = []
-        # Per session of the batch: its row, its next seq, what the batch added.
-        open_sessions: dict[tuple[str, str | None], Appending] = {}
-        enqueued = False
-        for item in items:
-            if item.update_id is not None and not await mark_processed(
-                conn, item.platform, item.update_id, now
-            ):
-                results.append(IngestResult(duplicate=True))
-                continue
-            if item.upsert_chat:
-                await conn.execute(
-                    UPSERT_CHAT_SQL,
-                    item.chat_key,
-                    item.platform,
-                    item.title,
-                    item.parent_key,
-                    item.is_group,
-                    now,
-                )
-            appending = await open_appending(conn, item, now, open_sessions)
-            result = await appending.add(conn, item.message, now)
-            if item.enqueue is not None and result.message_id is not None:
-                await enqueue_turn(conn, item, result, now)
-                enqueued = True
-            results.append(result)
-        for appending in open_sessions.values():
-            await appending.flush(conn, now)
-        if enqueued:
-            await conn.execute(NOTIFY_SQL)
-        return results, await prune_processed(conn, now, self._last_prune)
-
-    async def append_messages(
-        self,
-        session_id: int,
-        messages: Sequence[NewMessage],
-        *,
-        fence: TurnFence | None = None,
-    ) -> list[int]:
-        if fence is None:
-            return (await self.append_batch([(session_id, messages)]))[0]
-        now = self._clock()
-        async with self._db.transaction() as conn:
-            await check_turn_fence(conn, fence)
-            return await append_rows(conn, session_id, messages, now)
-
-    async def append_batch(
-        self, items: Sequence[tuple[int, Sequence[NewMessage]]]
-    ) -> list[list[int]]:
-        """`append_messages` for several sessions in one transaction (all or nothing)."""
-        now = self._clock()
-
-        async def append_all(conn: PooledConnection) -> list[list[int]]:
-            return [await append_rows(conn, sid, messages, now) for sid, messages in items]
-
-        return await self._db.retried(append_all)
-
-    async def apply_state_delta(
-        self,
-        session_id: int,
-        expected_version: int,
-        delta: StateDelta,
-        *,
-        fence: TurnFence | None = None,
-    ) -> CompressorState | None:
-        async with self._db.transaction() as conn:
-            await check_turn_fence(conn, fence)
-            row: Any = await conn.fetchrow(
-                "SELECT * FROM sessions WHERE id = $1 FOR UPDATE", session_id
-            )
-            if row is None:
-                raise SessionNotFound(session_id)
-            if row["version"] != expected_version:
-                return None
-            state = delta(rows.session_from_row(row).compressor)
-            await write_state(conn, session_id, state)
-        return state
 
     async def archive_and_compact(
         self,
@@ -308,7 +184,3 @@ async def _replace_up_to(
 async def count_active(conn: PooledConnection, session_id: int) -> tuple[int, int]:
     [row] = await conn.fetch(COUNT_ACTIVE_SQL, session_id)  # an aggregate: always one row
     return int(row[0]), int(row[1])
-
-
-async def write_state(conn: PooledConnection, session_id: int, state: CompressorState) -> None:
-    await conn.execute(WRITE_STATE_SQL, *postgres_rows.state_params(state), session_id)

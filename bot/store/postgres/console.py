@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
-from compactbot.bot.store.console_records import AUDIT_PAGE_MAX, AuditEntry, ConsoleSession
+from compactbot.bot.store.console_records import (
+    AUDIT_PAGE_MAX,
+    AuditEntry,
+    ConsoleSession,
+    audit_from_row,
+    session_from_row,
+)
 from compactbot.bot.store.postgres.database import PostgresDatabase
-from compactbot.bot.store.sqlite.console import audit_from_row, session_from_row
 
 _INSERT_SESSION_SQL = (
     "INSERT INTO console_sessions(token_hash, who, role, chat_key, created_at, expires_at)"

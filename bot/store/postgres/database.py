@@ -12,7 +12,7 @@ from urllib.parse import parse_qsl, urlencode, urlsplit
 import asyncpg
 
 from compactbot.bot.store.base import StoreError
-from compactbot.bot.store.postgres.migrations import apply_migrations
+from compactbot.bot.store.postgres.migrate import apply_migrations
 
 if TYPE_CHECKING:
     from asyncpg.pool import PoolConnectionProxy
@@ -25,8 +25,6 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
-
-
 POOL_MIN_SIZE = 1
 # Turns hold a connection only for a statement or a short transaction, never across an LLM call.
 POOL_MAX_SIZE = 10

@@ -1,9 +1,8 @@
-"""Schema migrations of the PostgreSQL store, numbered like the SQLite ones they mirror."""
+"""Schema migrations of the PostgreSQL store, numbered like the SQLite ones they mirror (applied
+by bot/store/postgres/migrate.py)."""
 
 from __future__ import annotations
 
-import logging
-import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, TypeAlias
 
@@ -21,15 +20,6 @@ if TYPE_CHECKING:
     AnyConnection: TypeAlias = (
         asyncpg.Connection[asyncpg.Record] | PoolConnectionProxy[asyncpg.Record]
     )
-
-log = logging.getLogger(__name__)
-
-# Workers starting together must not migrate the same schema twice; the key is per schema, so
-# databases holding several installations (and the tests' schemas) do not wait on each other.
-_MIGRATION_LOCK_SQL = (
-    "SELECT pg_advisory_xact_lock(hashtext('compactbot.migrate.' || current_schema()))"
-)
-
 # Substring search (Chinese and Japanese included: no spaces between words) is a trigram GIN index
 # over `search_text`, which the store fills with the text parts of the content and the tool calls.
 _SCHEMA_V1 = """
@@ -205,8 +195,6 @@ CREATE TABLE dead_letters (
     UNIQUE (platform, update_id)
 );
 """
-
-
 # Messages looked up by platform id (reply context, edits, deletes) and the old texts of edits
 # (SQLite 7).
 _SCHEMA_V7 = """
@@ -221,8 +209,6 @@ CREATE TABLE message_revisions (
 );
 CREATE INDEX message_revisions_message ON message_revisions(message_id, id);
 """
-
-
 # Durable turns (SPEC 15): each chat's queue of turns and command replies, and the outbox of what
 # they say. PostgreSQL only: `compactbot run` on SQLite keeps its in-process lanes. Times are
 # the store clock's seconds, like compression_locks.expires_at.
@@ -261,8 +247,6 @@ CREATE TABLE reply_outbox (
 CREATE INDEX reply_outbox_open ON reply_outbox(lane, id)
     WHERE state IN ('pending', 'claimed', 'sending');
 """
-
-
 # Limits every worker shares (SQLite 9). UNLOGGED: the hot path writes no WAL for them, and what
 # a crash of the server loses is only a repeated notice or one more admin lookup.
 _SCHEMA_V9 = """
@@ -310,16 +294,12 @@ _SCHEMA_V13 = """
 ALTER TABLE turn_inbox ADD COLUMN alone BOOLEAN NOT NULL DEFAULT false;
 ALTER TABLE turn_inbox ADD COLUMN strikes INTEGER NOT NULL DEFAULT 0;
 """
-
-
 # What each compaction cost (the console's history); threads found by their parent (budgets).
 _SCHEMA_V15 = """
 ALTER TABLE compression_events ADD COLUMN summary_calls INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE compression_events ADD COLUMN summary_cost_tokens INTEGER NOT NULL DEFAULT 0;
 CREATE INDEX IF NOT EXISTS chats_parent ON chats(parent_key);
 """
-
-
 # The user ids of a memory entry's authors (SQLite 16); older entries read '[]'.
 _SCHEMA_V16 = """
 ALTER TABLE memory_entries ADD COLUMN author_ids TEXT NOT NULL DEFAULT '[]';
@@ -357,42 +337,3 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(17, "whether an author was an admin", _SCHEMA_V17),
 )
 LATEST_VERSION = MIGRATIONS[-1].version
-
-
-async def schema_version(conn: AnyConnection) -> int:
-    """The schema's version (0 when empty)."""
-    exists = await conn.fetchval("SELECT to_regclass('schema_version') IS NOT NULL")
-    if not exists:
-        return 0
-    return int(await conn.fetchval("SELECT coalesce(max(version), 0) FROM schema_version"))
-
-
-async def apply_migrations(conn: AnyConnection, *, up_to: int | None = None) -> int:
-    """Apply every migration newer than the schema's version (up to `up_to`); return the version.
-
-    Each migration is its own transaction under a per-schema advisory lock, so a failure leaves
-    the schema at the previous version and concurrent workers apply each migration once.
-    """
-    target = LATEST_VERSION if up_to is None else up_to
-    current = 0
-    for migration in MIGRATIONS:
-        if migration.version > target:
-            break
-        async with conn.transaction():
-            await conn.execute(_MIGRATION_LOCK_SQL)
-            await conn.execute(
-                "CREATE TABLE IF NOT EXISTS schema_version"
-                " (version INTEGER PRIMARY KEY, applied_at DOUBLE PRECISION NOT NULL)"
-            )
-            current = await schema_version(conn)
-            if migration.version <= current:
-                continue
-            await conn.execute(migration.script)
-            await conn.execute(
-                "INSERT INTO schema_version(version, applied_at) VALUES ($1, $2)",
-                migration.version,
-                time.time(),
-            )
-        current = migration.version
-        log.info("store schema migrated to version %d (%s)", migration.version, migration.name)
-    return current

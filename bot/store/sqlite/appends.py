@@ -20,10 +20,8 @@ from compactbot.bot.store.base import (
     SessionNotFound,
     SessionRecord,
 )
-
-# Telegram redelivers an unacknowledged update for at most 24 hours; a week is ample margin.
-PROCESSED_UPDATES_KEEP_SECONDS = 7 * 24 * 3600
-PRUNE_INTERVAL_SECONDS = 3600
+from compactbot.bot.store.dedup_store import PROCESSED_UPDATES_KEEP_SECONDS, PRUNE_INTERVAL_SECONDS
+from compactbot.bot.store.sqlite.dedup import MARK_PROCESSED_SQL, PRUNE_PROCESSED_SQL
 
 OPEN_SESSION_SQL = (
     "SELECT * FROM sessions WHERE chat_key = ? AND scope_user IS ? AND ended_at IS NULL"
@@ -33,10 +31,6 @@ OPEN_SESSION_WITH_SEQ_SQL = (
     "SELECT s.*, (SELECT coalesce(max(seq), 0) FROM messages WHERE session_id = s.id) AS max_seq"
     " FROM sessions s WHERE chat_key = ? AND scope_user IS ? AND ended_at IS NULL"
 )
-MARK_PROCESSED_SQL = (
-    "INSERT OR IGNORE INTO processed_updates(platform, update_id, seen_at) VALUES (?, ?, ?)"
-)
-PRUNE_PROCESSED_SQL = "DELETE FROM processed_updates WHERE seen_at < ?"
 INSERT_CHAT_SQL = "INSERT OR IGNORE INTO chats(key, platform, created_at) VALUES (?, ?, ?)"
 INSERT_SESSION_SQL = (
     "INSERT INTO sessions(chat_key, scope_user, started_at, last_activity_at) VALUES (?, ?, ?, ?)"

@@ -1,16 +1,13 @@
-"""The SQLite store's multi-step writes, each ONE transaction: ingest, compaction commit, deltas.
+"""The SQLite compaction commit (`TranscriptWrites.archive_and_compact`), ONE transaction.
 
-A crash (or an exception) anywhere inside one of these rolls the whole step back, so the store
+A crash (or an exception) anywhere inside it rolls the whole step back, so the store
 only ever holds the state before it or the state after it (SPEC 4).
 """
 
 from __future__ import annotations
 
 import logging
-import sqlite3
 from collections.abc import Callable, Sequence
-from functools import partial
-from typing import Any
 
 import aiosqlite
 
@@ -18,90 +15,31 @@ from compactbot.bot.store import rows
 from compactbot.bot.store.base import (
     CompactionCommit,
     CompressionEvent,
-    IngestItem,
-    IngestResult,
     NewMessage,
     SessionNotFound,
     SessionRecord,
     StateDelta,
-    TurnFence,
 )
-from compactbot.bot.store.memory_rows import write_memory
-from compactbot.bot.store.sqlite.appends import (
-    INSERT_CHAT_SQL,
-    INSERT_SESSION_SQL,
-    MARK_PROCESSED_SQL,
-    MAX_SEQ_SQL,
-    PRUNE_INTERVAL_SECONDS,
-    PRUNE_PROCESSED_SQL,
-    ingest_batch,
-)
-
-# Kept importable from here for the PostgreSQL store, which shares the retention rule.
-from compactbot.bot.store.sqlite.appends import (
-    PROCESSED_UPDATES_KEEP_SECONDS as PROCESSED_UPDATES_KEEP_SECONDS,
-)
+from compactbot.bot.store.rows import event_params
+from compactbot.bot.store.sqlite.appends import MAX_SEQ_SQL
 from compactbot.bot.store.sqlite.commit_edits import refresh_copies, span_live
 from compactbot.bot.store.sqlite.database import Database, one
+from compactbot.bot.store.sqlite.events import INSERT_EVENT_SQL
 from compactbot.bot.store.sqlite.fts import BackgroundIndexer
+from compactbot.bot.store.sqlite.memory import write_memory
+from compactbot.bot.store.sqlite.sessions import COUNT_ACTIVE_SQL, WRITE_STATE_SQL
 from compactbot.compression.memory import Memory
 from compactbot.compression.state import CompressorState
 
 log = logging.getLogger(__name__)
 
-COUNT_ACTIVE_SQL = (
-    "SELECT coalesce(sum(tokens), 0), count(*) FROM messages WHERE session_id = ? AND active = 1"
-)
-WRITE_STATE_SQL = (
-    f"UPDATE sessions SET {', '.join(f'{column} = ?' for column in rows.STATE_COLUMNS)}"
-    " WHERE id = ?"
-)
-INSERT_EVENT_SQL = (
-    "INSERT INTO compression_events(chat_key, session_id, trigger, started_at,"
-    " ended_at, outcome, messages_before, messages_after, tokens_before,"
-    " tokens_after, summary_tokens, error, summary_calls, summary_cost_tokens)"
-    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
-)
 
-
-class CompactionWrites:
-    """Mixin of `SqliteStore`: the writes that must be atomic across several tables."""
+class SqliteCompaction:
+    """The compaction commit of `SqliteStore`: archive, insert, state, memory and event at once."""
 
     _db: Database
     _clock: Callable[[], float]
-    _last_prune: float = 0.0
     _fts: BackgroundIndexer
-
-    async def ingest(self, items: Sequence[IngestItem]) -> list[IngestResult]:
-        if not items:
-            return []
-        now = self._clock()
-        results, pruned = await self._db.run_in_writer(
-            partial(ingest_batch, items=items, now=now, last_prune=self._last_prune)
-        )
-        # Only once committed: a rolled-back prune must be tried again.
-        self._last_prune = pruned
-        self._fts.added(sum(1 for r in results if r.message_id is not None))
-        return results
-
-    async def apply_state_delta(
-        self,
-        session_id: int,
-        expected_version: int,
-        delta: StateDelta,
-        *,
-        fence: TurnFence | None = None,
-    ) -> CompressorState | None:
-        refuse_fence(fence)
-        # Once per answered turn: one writer-thread hop instead of one per statement.
-        return await self._db.run_in_writer(
-            partial(
-                _apply_state_delta,
-                session_id=session_id,
-                expected_version=expected_version,
-                delta=delta,
-            )
-        )
 
     async def archive_and_compact(
         self,
@@ -245,29 +183,6 @@ async def _replace_up_to(
     return archived, tuple(r[0] for r in inserted)
 
 
-async def mark_processed(
-    conn: aiosqlite.Connection, platform: str, update_id: str, now: float
-) -> bool:
-    cur = await conn.execute(MARK_PROCESSED_SQL, (platform, str(update_id), now))
-    return cur.rowcount == 1
-
-
-async def prune_processed(conn: aiosqlite.Connection, now: float, last_prune: float) -> float:
-    """Drop dedup keys too old to be redelivered, at most hourly; the new last-prune time."""
-    if now - last_prune < PRUNE_INTERVAL_SECONDS:
-        return last_prune
-    await conn.execute(PRUNE_PROCESSED_SQL, (now - PROCESSED_UPDATES_KEEP_SECONDS,))
-    return now
-
-
-async def start_session(
-    conn: aiosqlite.Connection, chat_key: str, scope_user: str | None, now: float
-) -> Any:
-    await conn.execute(INSERT_CHAT_SQL, (chat_key, chat_key.split(":", 1)[0], now))
-    cur = await conn.execute(INSERT_SESSION_SQL, (chat_key, scope_user, now, now))
-    return await one(conn, "SELECT * FROM sessions WHERE id = ?", (cur.lastrowid,))
-
-
 async def max_seq(conn: aiosqlite.Connection, session_id: int) -> int:
     row = await one(conn, MAX_SEQ_SQL, (session_id,))
     return int(row[0])
@@ -280,41 +195,3 @@ async def count_active(conn: aiosqlite.Connection, session_id: int) -> tuple[int
 
 async def _write_state(conn: aiosqlite.Connection, session_id: int, state: CompressorState) -> None:
     await conn.execute(WRITE_STATE_SQL, (*rows.state_params(state), session_id))
-
-
-def _apply_state_delta(
-    conn: sqlite3.Connection, session_id: int, expected_version: int, delta: StateDelta
-) -> CompressorState | None:
-    row = conn.execute("SELECT * FROM sessions WHERE id = ?", (session_id,)).fetchone()
-    if row is None:
-        raise SessionNotFound(session_id)
-    if row["version"] != expected_version:
-        return None
-    state = delta(rows.session_from_row(row).compressor)
-    conn.execute(WRITE_STATE_SQL, (*rows.state_params(state), session_id))
-    return state
-
-
-def event_params(event: CompressionEvent) -> tuple[Any, ...]:
-    return (
-        event.chat_key,
-        event.session_id,
-        event.trigger,
-        event.started_at,
-        event.ended_at,
-        event.outcome,
-        event.messages_before,
-        event.messages_after,
-        event.tokens_before,
-        event.tokens_after,
-        event.summary_tokens,
-        event.error,
-        event.summary_calls,
-        event.summary_cost_tokens,
-    )
-
-
-def refuse_fence(fence: TurnFence | None) -> None:
-    """Durable turns (and so their fences) exist only on PostgreSQL (SPEC 15)."""
-    if fence is not None:
-        raise ValueError("durable turns need the PostgreSQL store")

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import sqlite3
-from typing import Any, cast
+from typing import Any
 
 from compactbot.bot.store.console_records import (
     AUDIT_PAGE_MAX,
     AuditEntry,
     ConsoleSession,
-    Role,
+    audit_from_row,
+    session_from_row,
 )
 from compactbot.bot.store.sqlite.database import Database
 
@@ -118,26 +119,4 @@ def _session_params(token_hash: str, session: ConsoleSession) -> tuple[Any, ...]
         session.chat_key,
         session.created_at,
         session.expires_at,
-    )
-
-
-def session_from_row(row: Any) -> ConsoleSession:
-    return ConsoleSession(
-        who=row["who"],
-        role=cast(Role, row["role"]),
-        chat_key=row["chat_key"],
-        created_at=float(row["created_at"]),
-        expires_at=float(row["expires_at"]),
-    )
-
-
-def audit_from_row(row: Any) -> AuditEntry:
-    return AuditEntry(
-        at=float(row["at"]),
-        who=row["who"],
-        role=cast(Role, row["role"]),
-        action=row["action"],
-        detail=row["detail"],
-        chat_key=row["chat_key"],
-        id=int(row["id"]),
     )

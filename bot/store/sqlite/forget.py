@@ -13,15 +13,14 @@ from functools import partial
 from typing import Any
 
 from compactbot.bot.store.forgetting import REWRITTEN_ROLES, ForgetPlan, TargetRow, TextRow, plan
-from compactbot.bot.store.memory_rows import (
+from compactbot.bot.store.memory_rows import entry_params, memory_from_rows
+from compactbot.bot.store.rows import decode_content
+from compactbot.bot.store.sqlite.database import Database
+from compactbot.bot.store.sqlite.memory import (
     INSERT_ENTRY_SQL,
     SELECT_ENTRIES_SQL,
     SELECT_REREAD_SQL,
-    entry_params,
-    memory_from_rows,
 )
-from compactbot.bot.store.rows import decode_content
-from compactbot.bot.store.sqlite.database import Database
 from compactbot.compression.transcript import content_text
 
 ID_BATCH = 500  # ids per IN (...), well under SQLite's variable limit

@@ -35,7 +35,7 @@ _REWRITE_MERGED_SQL = (
 )
 
 
-class Revisions:
+class SqliteRevisions:
     """`RevisionStore` on SQLite; `SqliteStore` inherits it."""
 
     _db: Database
