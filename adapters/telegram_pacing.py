@@ -27,7 +27,7 @@ Sleep = Callable[[float], Awaitable[None]]
 
 
 class SendSlots(Protocol):
-    """The shared store's slots (`bot.store.postgres_pacing.PostgresPacing`)."""
+    """The shared store's slots (`bot.store.postgres.pacing.PostgresPacing`)."""
 
     def now(self) -> float: ...
     async def slot(self, name: str, interval: float, not_before: float, burst: int) -> float: ...

@@ -17,7 +17,7 @@ from urllib.parse import parse_qsl, urlencode, urlsplit
 import asyncpg
 import pytest
 
-from compactbot.bot.store.postgres_database import redacted_dsn
+from compactbot.bot.store.postgres.database import redacted_dsn
 
 DSN_ENV = "COMPACTBOT_TEST_PG_DSN"
 REQUIRE_ENV = "COMPACTBOT_REQUIRE_PG"

@@ -17,13 +17,13 @@ from compactbot.bot.store.event_store import CompressionEventStore
 from compactbot.bot.store.forget_store import ForgetStore
 from compactbot.bot.store.lock_store import LockStore
 from compactbot.bot.store.pin_store import PinStore
-from compactbot.bot.store.postgres import PostgresStore
-from compactbot.bot.store.postgres_database import redacted_dsn
+from compactbot.bot.store.postgres.database import redacted_dsn
+from compactbot.bot.store.postgres.store import PostgresStore
 from compactbot.bot.store.revision_store import RevisionStore
 from compactbot.bot.store.session_store import SessionStore
 from compactbot.bot.store.settings_store import SettingsStore
 from compactbot.bot.store.shared_limits import SharedLimits
-from compactbot.bot.store.sqlite import SqliteStore
+from compactbot.bot.store.sqlite.store import SqliteStore
 from compactbot.bot.store.transcript_store import TranscriptReads, TranscriptWrites
 from compactbot.bot.store.usage_store import UsageStore
 

@@ -7,7 +7,7 @@ They live in the database, so a cookie issued by one worker of a fleet is honour
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal, Protocol, runtime_checkable
+from typing import Any, Literal, Protocol, cast, runtime_checkable
 
 Role = Literal["operator", "chat_admin"]
 AUDIT_PAGE_MAX = 500
@@ -75,3 +75,25 @@ class AuditLog(Protocol):
 @runtime_checkable
 class ConsoleRecords(ConsoleSessions, AuditLog, Protocol):
     """Both, as each backend implements them together."""
+
+
+def session_from_row(row: Any) -> ConsoleSession:
+    return ConsoleSession(
+        who=row["who"],
+        role=cast(Role, row["role"]),
+        chat_key=row["chat_key"],
+        created_at=float(row["created_at"]),
+        expires_at=float(row["expires_at"]),
+    )
+
+
+def audit_from_row(row: Any) -> AuditEntry:
+    return AuditEntry(
+        at=float(row["at"]),
+        who=row["who"],
+        role=cast(Role, row["role"]),
+        action=row["action"],
+        detail=row["detail"],
+        chat_key=row["chat_key"],
+        id=int(row["id"]),
+    )

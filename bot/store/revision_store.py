@@ -1,5 +1,5 @@
 """The storage protocol of stored messages by platform id: reply context, edits and
-the revisions an edit keeps (bot/store/revisions.py, postgres_revisions.py)."""
+the revisions an edit keeps (bot/store/sqlite/revisions.py, bot/store/postgres/revisions.py)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Translation between store records and SQLite rows (JSON columns, booleans, NULL user ids)."""
+"""Translation between store records and SQLite rows (JSON columns, booleans, NULL user ids);
+the PostgreSQL store reads its rows back through them too."""
 
 from __future__ import annotations
 
@@ -208,4 +209,23 @@ def usage_from_row(row: Row) -> UsageRow:
         prompt_tokens=row["prompt_tokens"],
         completion_tokens=row["completion_tokens"],
         calls=row["calls"],
+    )
+
+
+def event_params(event: CompressionEvent) -> tuple[Any, ...]:
+    return (
+        event.chat_key,
+        event.session_id,
+        event.trigger,
+        event.started_at,
+        event.ended_at,
+        event.outcome,
+        event.messages_before,
+        event.messages_after,
+        event.tokens_before,
+        event.tokens_after,
+        event.summary_tokens,
+        event.error,
+        event.summary_calls,
+        event.summary_cost_tokens,
     )

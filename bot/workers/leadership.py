@@ -14,8 +14,8 @@ from typing import Any, Protocol
 
 import asyncpg
 
-from compactbot.bot.store.postgres import PostgresStore
-from compactbot.bot.store.postgres_database import redacted_dsn
+from compactbot.bot.store.postgres.database import redacted_dsn
+from compactbot.bot.store.postgres.store import PostgresStore
 
 log = logging.getLogger(__name__)
 

@@ -13,7 +13,7 @@ from typing import Any
 
 import asyncpg
 
-from compactbot.bot.store.postgres_database import redacted_dsn
+from compactbot.bot.store.postgres.database import redacted_dsn
 
 log = logging.getLogger(__name__)
 

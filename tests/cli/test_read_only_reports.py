@@ -12,7 +12,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from compactbot.bot.store.sqlite import SqliteStore
+from compactbot.bot.store.sqlite.store import SqliteStore
 from tests.cli.test_console_and_operator import bot_lines, compactbot, env_for
 
 REPORTS = (("chats",), ("history", "console:r"), ("stats",), ("deadletters",))

@@ -16,15 +16,15 @@ from typing import Any
 
 from compactbot.bot.app import App
 from compactbot.bot.llm.offline_model import OfflineModel
-from compactbot.bot.store import sqlite_ingest
-from compactbot.bot.store.sqlite import SqliteStore
+from compactbot.bot.store.sqlite import appends as sqlite_appends
+from compactbot.bot.store.sqlite.store import SqliteStore
 from tests.harness import RecordingAdapter, group_message, make_config
 
 UPDATE_ID = "7001"
 HANG_SECONDS = 600.0
 
 
-_appending = sqlite_ingest._appending
+_appending = sqlite_appends._appending
 
 
 def _stops_after_dedup(*args: Any, **kwargs: Any) -> Any:
@@ -43,7 +43,7 @@ async def main(db: str) -> None:
     from pathlib import Path
 
     config = make_config(Path(db).parent)
-    sqlite_ingest._appending = _stops_after_dedup
+    sqlite_appends._appending = _stops_after_dedup
     async with App(config, llm=OfflineModel(), store=SqliteStore(db)) as app:
         await app.gateway.handle(redelivered(), RecordingAdapter())
 

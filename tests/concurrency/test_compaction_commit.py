@@ -19,8 +19,8 @@ import pytest
 from compactbot.bot.compaction.session_compactor import SessionCompactor
 from compactbot.bot.store.backends import Store
 from compactbot.bot.store.base import CompressionEvent, NewMessage, SessionRecord, StoredMessage
-from compactbot.bot.store.database import Database
-from compactbot.bot.store.sqlite import SqliteStore
+from compactbot.bot.store.sqlite.database import Database
+from compactbot.bot.store.sqlite.store import SqliteStore
 from compactbot.bot.turns.exclusivity import StoreLeases, new_lock_holder
 from compactbot.compression import CompressorConfig
 from compactbot.compression.tokens import counter_for

@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 
 from compactbot.bot.app import App
-from compactbot.bot.store.sqlite import SqliteStore
+from compactbot.bot.store.sqlite.store import SqliteStore
 from compactbot.compression import SummaryRequest
 from compactbot.scheduler.job import run_overnight
 from tests.compression.scripted import FakeClock

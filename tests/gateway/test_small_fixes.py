@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from compactbot.bot.events import ReplyTarget
-from compactbot.bot.store.sqlite import SqliteStore
+from compactbot.bot.store.sqlite.store import SqliteStore
 from tests.compression.scripted import FakeClock
 from tests.concurrency.rig import CHAT, GatedLLM, GatedSummarizer, running
 from tests.harness import RecordingAdapter, group_message

@@ -12,7 +12,7 @@ import pytest
 from compactbot.bot.llm.client import LLMResponse
 from compactbot.bot.llm.offline_model import OfflineModel, question_keywords
 from compactbot.bot.store.base import NewMessage
-from compactbot.bot.store.sqlite import SqliteStore
+from compactbot.bot.store.sqlite.store import SqliteStore
 from compactbot.bot.turns.tools import DEFAULT_SEARCH_LIMIT, TOOL_SCHEMAS, ToolContext, run_tool
 from compactbot.compression.memory import Memory, MemoryEntry
 

@@ -12,7 +12,7 @@ import pytest
 
 from compactbot.bot.llm.client import ToolCall
 from compactbot.bot.store.base import NewMessage
-from compactbot.bot.store.sqlite import SqliteStore
+from compactbot.bot.store.sqlite.store import SqliteStore
 from compactbot.bot.turns.search_words import search_terms
 from compactbot.bot.turns.tools import TOOL_SCHEMAS, ToolContext, run_tool
 from compactbot.compression import CompressorConfig, ContextCompressor, MessageSource

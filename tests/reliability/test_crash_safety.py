@@ -22,7 +22,7 @@ from compactbot.bot.app import App, database_path
 from compactbot.bot.llm.offline_model import OfflineModel
 from compactbot.bot.settings.config import Config
 from compactbot.bot.store.base import StoredMessage
-from compactbot.bot.store.sqlite import SqliteStore
+from compactbot.bot.store.sqlite.store import SqliteStore
 from tests.harness import RecordingAdapter
 from tests.reliability.crash_driver import (
     CHAT_KEY,

@@ -18,12 +18,11 @@ import asyncpg
 import pytest
 
 from compactbot.bot.store import NewMessage, PostgresStore, StoreError
-from compactbot.bot.store.postgres_database import redacted_dsn
-from compactbot.bot.store.postgres_migrations import (
+from compactbot.bot.store.postgres.database import redacted_dsn
+from compactbot.bot.store.postgres.migrate import apply_migrations, schema_version
+from compactbot.bot.store.postgres.migrations import (
     LATEST_VERSION,
     MIGRATIONS,
-    apply_migrations,
-    schema_version,
 )
 from compactbot.compression.message_hints import message_hints
 from tests import postgres_server
@@ -214,7 +213,7 @@ async def test_a_ctype_without_cjk_trigrams_is_reported_and_search_still_finds_c
             pytest.skip("this role may not create databases")
         dsn = urlsplit(server)._replace(path=f"/{name}").geturl()
         try:
-            with caplog.at_level(logging.WARNING, logger="compactbot.bot.store.postgres_database"):
+            with caplog.at_level(logging.WARNING, logger="compactbot.bot.store.postgres.database"):
                 async with PostgresStore(dsn) as store:
                     session = await store.active_session("telegram:-100")
                     await store.append_messages(session.id, [user("我们明天部署新版本")])

@@ -1,0 +1,1 @@
+"""The PostgreSQL backend: every storage protocol on asyncpg, a module per protocol."""
