@@ -202,6 +202,7 @@ async def _level(
         "flooded": flooded,
         "summary_calls": endpoint.calls,
         "stall": stall,
+        "gc": ticker.longest_gc,
         "peak_mb": peak,
         "replies": len(adapter.sent),
     }

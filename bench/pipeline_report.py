@@ -144,7 +144,9 @@ def render(results: Results) -> list[str]:
         f"*Paced*: every chat receives messages at random, {PACED_RATE_PER_CHAT:g} a second on "
         "average (a busy group), whether or not earlier ones were answered; "
         f"{results.paced_seconds:g} s per level. *Stall*: the longest gap between ticks of a "
-        "1 ms ticker task on the same event loop during the run.",
+        "1 ms ticker task on the same event loop during the run. *GC pause*: the longest "
+        "collection by Python's garbage collector meanwhile (whichever thread runs it, the loop "
+        "waits for it).",
         "",
     )
     rows = [
@@ -191,6 +193,7 @@ def _flood(results: Results) -> list[str]:
                 _p50_p99(runs, "flooded"),
                 ms(max((r["stall"] for r in calm), default=float("nan"))),
                 ms(max(r["stall"] for r in runs)),
+                ms(max(r.get("gc", float("nan")) for r in runs)),
             ]
         )
     return [
@@ -209,6 +212,7 @@ def _flood(results: Results) -> list[str]:
                 "flooded chat p50 / p99",
                 "longest stall, no flood",
                 "longest stall, flood",
+                "longest GC pause, flood",
             ],
             rows,
         ),
