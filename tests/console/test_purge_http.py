@@ -9,6 +9,7 @@ import aiohttp
 import pytest
 
 from compactbot.bot.operators.console.urls import chat_url
+from compactbot.bot.store import NewMessage
 from tests.console.conftest import CHAT_A, TOKEN, Console
 
 CSRF = re.compile(r'name="csrf" value="([0-9a-f]+)"')
@@ -82,7 +83,7 @@ async def test_a_message_of_another_chats_session_is_not_found(
     assert "Morning all" not in await response.text()
 
 
-async def test_a_row_without_a_platform_id_cannot_be_purged_alone(
+async def test_a_summary_row_cannot_be_purged_alone(
     console: Console, signed_in: tuple[aiohttp.ClientSession, str]
 ) -> None:
     http, csrf = signed_in
@@ -97,8 +98,31 @@ async def test_a_row_without_a_platform_id_cannot_be_purged_alone(
     }
     response = await _post(http, console, fields)
     assert response.status == 400
-    assert "message can be purged on its own." in await response.text()
+    assert "can be purged on its own." in await response.text()
     assert any(m.id == summary.id for m in await store.load_active(console.a.session_id))
+
+
+async def test_the_bots_reply_stored_without_a_platform_id_is_purged_by_its_row(
+    console: Console, signed_in: tuple[aiohttp.ClientSession, str]
+) -> None:
+    http, csrf = signed_in
+    store = console.app.services.store
+    said = NewMessage("assistant", "Noted: the vault code is 7731.", 9)
+    [reply_id] = await store.append_messages(console.a.session_id, [said])
+    [reply] = await store.load_messages(console.a.session_id, [reply_id])
+    assert reply.platform_message_id is None
+    fields = {
+        "csrf": csrf,
+        "what": "message",
+        "session": str(console.a.session_id),
+        "message": str(reply.id),
+        "confirm": "1",
+    }
+    done = await _post(http, console, fields)
+    assert done.status == 303
+    assert all(m.id != reply.id for m in await store.load_active(console.a.session_id))
+    entry = next(e for e in await store.list_audit(chat_key=CHAT_A) if e.action == "purge")
+    assert entry.detail.startswith(f"message row {reply.id}: ")
 
 
 @pytest.mark.parametrize("member", ["", "two words", "x" * 65, "bell\a"])

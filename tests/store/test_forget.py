@@ -125,6 +125,29 @@ async def test_a_reply_loses_its_quote_of_a_forgotten_message_and_keeps_its_own_
     assert reply == f"[erin] {FORGOTTEN_QUOTE} nice, and I live at 221B Baker Street too"
 
 
+async def test_a_row_without_a_platform_id_is_forgotten_with_its_copies_and_nothing_else(
+    store: Store,
+) -> None:
+    session = await store.active_session(CHAT)
+    call = {"id": "c1", "type": "function", "function": {"name": "search", "arguments": "{}"}}
+    stub = NewMessage(role="assistant", content="", tokens=3, tool_calls=[call], created_at=5.0)
+    result = NewMessage(
+        role="tool", content="#1 found", tokens=3, tool_call_id="c1", created_at=5.0
+    )
+    reply = replace(assistant(f"You said: {SECRET}"), created_at=5.0)
+    ids = await store.append_messages(session.id, [posted("hello", "1"), stub, result, reply])
+    # A compaction carries the reply over: its copy keeps its role, time and text.
+    copy = replace(reply, copy_of=ids[3])
+    fresh = await store.get_session(session.id)
+    assert await store.archive_and_compact(fresh, [summary("Summary: hello"), copy], ids[3])
+
+    assert await store.forget_rows(CHAT, [ids[3]]) == 2
+
+    left = [(m.role, m.text) for m in await store.load_history(CHAT)]
+    assert not any("Baker" in text for _, text in left)
+    assert ("assistant", "") in left and ("tool", "#1 found") in left
+
+
 async def test_an_edited_message_forgotten_leaves_no_revision(store: Store) -> None:
     session = await store.active_session(CHAT)
     [mid] = await store.append_messages(session.id, [posted(SECRET, "9")])

@@ -126,7 +126,8 @@ CHINESE_TEXTS: dict[str, str] = {
     "Purged: {n} stored messages are gone from this chat's history, search and memory.":
         "已清除：{n} 条保存的消息已从本聊天的历史、搜索和记忆中移除。",
     "There is no such message in this chat.": "此聊天中没有这条消息。",
-    "Only a member's message can be purged on its own.": "只有成员的消息可以单独清除。",
+    "Only a message someone wrote can be purged on its own.":
+        "只有成员或机器人写的消息可以单独清除。",
     "Choose a message or a member to purge.": "请选择要清除的消息或成员。",
     "A member id is one word, as /purge takes it.": "成员 id 是一个词，与 /purge 的参数相同。",
     # the summary's cap (SPEC 6.11), as /status says it

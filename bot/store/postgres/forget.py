@@ -44,6 +44,17 @@ class PostgresForget:
             return await self._forget(chat_key, where, (wanted, author_id))
         return await self._forget(chat_key, "m.platform_message_id = ANY($2::text[])", (wanted,))
 
+    async def forget_rows(self, chat_key: str, row_ids: Sequence[int]) -> int:
+        wanted = list(dict.fromkeys(row_ids))
+        if not wanted:
+            return 0
+        # The rows and their copies: a compaction's copy keeps the row's role, time and text.
+        where = (
+            "EXISTS (SELECT 1 FROM messages t WHERE t.id = ANY($2::bigint[]) AND t.role = m.role"
+            " AND t.created_at = m.created_at AND t.content IS NOT DISTINCT FROM m.content)"
+        )
+        return await self._forget(chat_key, where, (wanted,))
+
     async def forget_member(self, chat_key: str, author_id: str) -> int:
         return await self._forget(chat_key, "m.author_id = $2", (author_id,))
 

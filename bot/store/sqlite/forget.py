@@ -27,6 +27,11 @@ from compactbot.compression.transcript import content_text
 ID_BATCH = 500  # ids per IN (...), well under SQLite's variable limit
 _ROW_COLUMNS = "m.id, m.session_id, m.active, m.tokens, m.content, m.content_format"
 _CHAT_ROWS = f"SELECT {_ROW_COLUMNS} FROM messages m JOIN sessions s ON s.id = m.session_id"
+# The rows and their copies: a compaction's copy keeps the row's role, time and text.
+_COPIES_OF = (
+    "EXISTS (SELECT 1 FROM messages t WHERE t.id IN ({marks}) AND t.role = m.role"
+    " AND t.created_at = m.created_at AND t.content IS m.content)"
+)
 _MEMBERS = "m.role = 'user' AND m.kind = 'message'"
 _ROLES = ", ".join(f"'{role}'" for role in REWRITTEN_ROLES)
 
@@ -47,6 +52,15 @@ class SqliteForget:
             where = f"m.platform_message_id IN ({', '.join('?' * len(batch))})"
             if author_id is not None:
                 where, batch = f"{where} AND m.author_id = ?", [*batch, author_id]
+            forgotten += await self._forget(where, batch, chat_key)
+        return forgotten
+
+    async def forget_rows(self, chat_key: str, row_ids: Sequence[int]) -> int:
+        wanted = list(dict.fromkeys(row_ids))
+        forgotten = 0
+        for start in range(0, len(wanted), ID_BATCH):
+            batch = wanted[start : start + ID_BATCH]
+            where = _COPIES_OF.format(marks=", ".join("?" * len(batch)))
             forgotten += await self._forget(where, batch, chat_key)
         return forgotten
 

@@ -21,6 +21,8 @@ log = logging.getLogger(__name__)
 PURGE_ACTION = "purge"  # the audit log's name for it
 # Platform user ids are numbers (Telegram, Discord) or short names (the console room).
 MAX_MEMBER_ID_CHARS = 64
+# A message stored without a platform id is named by its row: "row 42".
+ROW_PREFIX = "row "
 # Row ids in a form: longer numbers would not fit the stores' 64-bit integers.
 MAX_ID_DIGITS = 18
 
@@ -57,9 +59,10 @@ async def purge_target(deps: ConsoleDeps, chat_key: str, form: Mapping[str, str]
     if form.get("message"):
         message = await _chat_message(deps.store, chat, form.get("session"), form.get("message"))
     if what == "message":
-        if message is None or not message.platform_message_id:
-            raise PurgeRefused("Only a member's message can be purged on its own.")
-        return PurgeTarget(chat, "message", message.platform_message_id, message, 1)
+        if message is None or not _written(message):
+            raise PurgeRefused("Only a message someone wrote can be purged on its own.")
+        subject = message.platform_message_id or f"{ROW_PREFIX}{message.id}"
+        return PurgeTarget(chat, "message", subject, message, 1)
     if what != "member":
         raise PurgeRefused("Choose a message or a member to purge.")
     member = (message.author_id if message is not None else form.get("member", "").strip()) or ""
@@ -72,7 +75,10 @@ async def purge_target(deps: ConsoleDeps, chat_key: str, form: Mapping[str, str]
 async def purge(deps: ConsoleDeps, viewer: Viewer, target: PurgeTarget) -> int:
     """Erase `target` through the store's forgetting and audit it; the stored rows erased."""
     store, chat_key = deps.store, target.chat.key
-    if target.what == "message":
+    if target.what == "message" and target.subject.startswith(ROW_PREFIX):
+        # Stored without a platform id (the bot's reply): by its row, with the row's copies.
+        count = await store.forget_rows(chat_key, [int(target.subject[len(ROW_PREFIX) :])])
+    elif target.what == "message":
         count = await store.forget_messages(chat_key, [target.subject])
     else:
         count = await store.forget_member(chat_key, target.subject)
@@ -107,6 +113,18 @@ async def _chat_message(
     if not found:
         raise MessageNotFound(message_raw)
     return found[0]
+
+
+def _written(message: StoredMessage) -> bool:
+    """A member's message or the bot's reply: not a summary, a tool result or a call stub,
+    whose loss would leave the transcript's tool rounds incomplete."""
+    if message.platform_message_id:
+        return True
+    return (
+        message.kind == "message"
+        and message.role in ("user", "assistant")
+        and not (message.tool_calls)
+    )
 
 
 def _as_id(text: str | None) -> int | None:
