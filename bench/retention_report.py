@@ -103,8 +103,8 @@ def render(results: Results) -> Section:
         "them without the words a keyword extractor looks for. Values are made-up names, "
         "codes, amounts, dates, URLs and paths nobody can guess. Every member of a room may "
         "set its rules (as in a chat of admins), so a planted rule stays a rule. The extractor's "
-        "typing was widened in December 2026 with these phrasings in view; a held-out set "
-        "written apart from them is in tests/compression/natural_phrasings.py.",
+        "typing was widened in December 2026 with these phrasings in view, so the built-in "
+        "extractor's figures are not an independent measure of natural phrasings.",
         "",
         "Messages are fed one by one with the token counts, kinds and sources the service "
         "stores; whenever the transcript reaches the window's trigger (between whole tool "
