@@ -59,7 +59,6 @@ from compactbot.bot.ingress.gateway import Gateway
 from compactbot.bot.ingress.message_changes import apply_edit
 from compactbot.bot.plugins import RUN, Role
 from compactbot.bot.settings.config import Config, TelegramConfig
-from compactbot.bot.store import PostgresStore
 from compactbot.bot.turns.streaming import ReplyStream
 
 log = logging.getLogger(__name__)
@@ -121,14 +120,14 @@ class TelegramPlatform:
         self._gateway = gateway
         self._application = _build_application(config.telegram, shared_pacing)
         self._ingest = UpdateIngest(
-            self._application.bot, self._handle_update, gateway.services.store
+            self._application.bot, self._handle_update, gateway.services.dead_letters
         )
         self._poller: UpdatePoller | None = None
         self._webhook: WebhookServer | None = None
         self._sender = TelegramSender(self._application.bot, metrics=gateway.services.metrics)
         # In the store and on wall time: one getChatMember per member for all workers.
         self._admins = AdminCache(
-            gateway.services.store,
+            gateway.services.shared_limits,
             config.gateway.admin_cache_seconds,
             clock=gateway.services.clock,
         )
@@ -245,7 +244,7 @@ class TelegramPlatform:
         message = update.message
         assert message is not None and self._me is not None  # skip_reason checked the first
         if moved := migration(message):
-            await self._gateway.services.store.migrate_chat(*moved)
+            await self._gateway.services.chats.migrate_chat(*moved)
             log.debug("telegram: update %s migrates %s to %s", update.update_id, *moved)
             return
         decision = addressing(message, self._me)
@@ -365,7 +364,7 @@ def platform_from_config(
         )
     if role.name != "worker":
         return TelegramPlatform(config, gateway)
-    store = gateway.services.store
+    postgres = gateway.services.postgres
     # Workers send for one bot: Telegram's limits are the fleet's, kept in the database.
-    shared = SharedPacing(store.pacing()) if isinstance(store, PostgresStore) else None
+    shared = SharedPacing(postgres.pacing()) if postgres is not None else None
     return TelegramPlatform(config, gateway, receive=False, shared_pacing=shared)

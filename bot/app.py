@@ -27,6 +27,7 @@ from compactbot.bot.operators.console.assembly import Doctor, console_for
 from compactbot.bot.operators.endpoint import OperatorEndpoint
 from compactbot.bot.operators.health import QueueProbe, Readiness, StoreProbe
 from compactbot.bot.operators.metrics import Metrics, QueueSample
+from compactbot.bot.operators.views import ViewedStore
 from compactbot.bot.services import Services
 from compactbot.bot.settings.config import DEFAULT_CONTEXT_LENGTH, Config
 from compactbot.bot.store.backends import Store, create_store, parse_store_url
@@ -155,6 +156,11 @@ class App:
             database_path(config),
         )
 
+    @property
+    def reports(self) -> ViewedStore:
+        """The store as the operator's report commands read it (`chats --top`, `events`)."""
+        return self.services.store
+
     async def start_operator_endpoint(self, *, doctor: Doctor | None = None) -> None:
         """Serve /metrics, /healthz and /readyz when COMPACTBOT_METRICS_LISTEN is set, and the
         web console when it is enabled (on 127.0.0.1 unless told otherwise); `doctor` runs
@@ -166,7 +172,12 @@ class App:
         console = None
         if self.config.console.enabled:
             console = await console_for(
-                self.services, self.readiness, self.model, self.gateway.settings_changed, doctor
+                self.services,
+                self.services.store,
+                self.readiness,
+                self.model,
+                self.gateway.settings_changed,
+                doctor,
             )
         endpoint = OperatorEndpoint(
             host.strip("[]"), int(port), self.metrics, self.readiness, console=console

@@ -19,6 +19,21 @@ from compactbot.bot.settings import chat_settings
 from compactbot.bot.settings.chat_settings import ChatSettings
 from compactbot.bot.settings.config import Config
 from compactbot.bot.store.backends import Store
+from compactbot.bot.store.chat_store import ChatStore
+from compactbot.bot.store.console_records import ConsoleRecords
+from compactbot.bot.store.dead_letters import DeadLetterStore
+from compactbot.bot.store.dedup_store import DedupStore
+from compactbot.bot.store.event_store import CompressionEventStore
+from compactbot.bot.store.forget_store import ForgetStore
+from compactbot.bot.store.lock_store import LockStore
+from compactbot.bot.store.pin_store import PinStore
+from compactbot.bot.store.postgres.store import PostgresStore
+from compactbot.bot.store.revision_store import RevisionStore
+from compactbot.bot.store.session_store import SessionStore
+from compactbot.bot.store.settings_store import SettingsStore
+from compactbot.bot.store.shared_limits import SharedLimits
+from compactbot.bot.store.transcript_store import TranscriptReads, TranscriptWrites
+from compactbot.bot.store.usage_store import UsageStore
 from compactbot.bot.turns.prompt import build_system_prompt
 from compactbot.bot.turns.runner import AgentRunner
 from compactbot.bot.workers.leadership import Leadership, SoleLeader
@@ -46,7 +61,11 @@ class _Resolved:
 
 @dataclass(slots=True)
 class Services:
-    """Everything a request handler needs, created once at start-up by `bot.app`."""
+    """Everything a request handler needs, created once at start-up by `bot.app`.
+
+    Handlers reach the store through the views below, each typed as the one protocol it
+    holds, so mypy checks every call against that protocol. `store` itself is for the
+    composition root (tests/structure/test_store_protocols.py)."""
 
     config: Config
     store: Store
@@ -75,6 +94,73 @@ class Services:
             )
 
     @property
+    def chats(self) -> ChatStore:
+        return self.store
+
+    @property
+    def sessions(self) -> SessionStore:
+        return self.store
+
+    @property
+    def transcript(self) -> TranscriptReads:
+        return self.store
+
+    @property
+    def transcript_writes(self) -> TranscriptWrites:
+        return self.store
+
+    @property
+    def pins(self) -> PinStore:
+        return self.store
+
+    @property
+    def stored_settings(self) -> SettingsStore:
+        """The chats' own setting values; `settings_for` resolves them."""
+        return self.store
+
+    @property
+    def locks(self) -> LockStore:
+        return self.store
+
+    @property
+    def dedup(self) -> DedupStore:
+        return self.store
+
+    @property
+    def compaction_events(self) -> CompressionEventStore:
+        return self.store
+
+    @property
+    def usage(self) -> UsageStore:
+        return self.store
+
+    @property
+    def dead_letters(self) -> DeadLetterStore:
+        return self.store
+
+    @property
+    def revisions(self) -> RevisionStore:
+        return self.store
+
+    @property
+    def forgetting(self) -> ForgetStore:
+        return self.store
+
+    @property
+    def shared_limits(self) -> SharedLimits:
+        return self.store
+
+    @property
+    def console_records(self) -> ConsoleRecords | None:
+        """The console's sessions and audit log, when the backend keeps them."""
+        return self.store if isinstance(self.store, ConsoleRecords) else None
+
+    @property
+    def postgres(self) -> PostgresStore | None:
+        """The PostgreSQL backend (inbox, outbox, pacing) when the store is one."""
+        return self.store if isinstance(self.store, PostgresStore) else None
+
+    @property
     def metrics(self) -> Metrics:
         return self.compactor.metrics
 
@@ -94,12 +180,12 @@ class Services:
         The ingress knows the parent (the platform says), which saves a chat lookup per message.
         """
         if parent_key is LOOK_UP_PARENT:
-            chat = await self.store.get_chat(chat_key)
+            chat = await self.chats.get_chat(chat_key)
             parent_key = chat.parent_key if chat is not None else None
-        raw = await self.store.get_chat_settings(chat_key)
+        raw = await self.stored_settings.get_chat_settings(chat_key)
         parent_raw = None
         if isinstance(parent_key, str):
-            parent_raw = await self.store.get_chat_settings(parent_key)
+            parent_raw = await self.stored_settings.get_chat_settings(parent_key)
         return raw, parent_raw
 
     async def settings_for(
@@ -150,7 +236,7 @@ class Services:
 
     async def system_prompt_for(self, chat_key: str) -> str:
         settings = await self.settings_for(chat_key)
-        pins = [p.text for p in await self.store.list_pins(chat_key)]
+        pins = [p.text for p in await self.pins.list_pins(chat_key)]
         return build_system_prompt(
             persona=self.config.gateway.persona,
             chat_instructions=settings.system_prompt,

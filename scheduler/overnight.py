@@ -164,7 +164,7 @@ class OvernightScheduler:
         if self._scheduler is None:
             return
         scheduled = set()
-        for chat in await self._services.store.list_chats():
+        for chat in await self._services.chats.list_chats():
             if await self._schedule(chat.key):
                 scheduled.add(_WINDOW_JOB + chat.key)
         for job in self._scheduler.get_jobs():
@@ -173,7 +173,7 @@ class OvernightScheduler:
 
     async def reschedule(self, chat_key: str) -> None:
         """The settings listener: the chat's job, and its threads' (they inherit its settings)."""
-        chats = await self._services.store.list_chats()
+        chats = await self._services.chats.list_chats()
         for key in [chat_key, *(c.key for c in chats if c.parent_key == chat_key)]:
             await self._schedule(key)
 
@@ -206,7 +206,7 @@ class OvernightScheduler:
 
     async def sweep_retention(self) -> None:
         """Forget, in every chat with a retention period, what is older than it (SPEC 16)."""
-        for chat in await self._services.store.list_chats():
+        for chat in await self._services.chats.list_chats():
             if not self._leadership.is_leader:
                 return
             days = (await self._services.settings_for(chat.key)).retention_days
@@ -214,7 +214,7 @@ class OvernightScheduler:
                 continue
             try:
                 cutoff = self._now() - days * SECONDS_PER_DAY
-                forgotten = await self._services.store.forget_before(chat.key, cutoff)
+                forgotten = await self._services.forgetting.forget_before(chat.key, cutoff)
             except Exception:
                 log.exception("retention sweep failed (chat=%s)", chat.key)
                 continue

@@ -89,13 +89,13 @@ async def survey(
             end = window_end(settings.overnight_window, settings.zone, moment)
             if end is None:
                 continue
-        for session in await services.store.list_sessions(chat_key):
+        for session in await services.sessions.list_sessions(chat_key):
             due = due_at(session, thresholds)
             if due is None or session.id in exclude:
                 continue
             if due > now:
                 waiting.append(due)
-            elif await services.store.lock_holder(session.id) is not None:
+            elif await services.locks.lock_holder(session.id) is not None:
                 waiting.append(now + LOCKED_RETRY_SECONDS)
             else:
                 candidates.append(Candidate(chat_key, session.id, session.active_tokens, end))
@@ -106,8 +106,8 @@ async def survey(
 
 async def _chat_keys(services: Services, wanted: Collection[str] | None) -> list[str]:
     if wanted is None:
-        return [chat.key for chat in await services.store.list_chats()]
-    return [key for key in wanted if await services.store.get_chat(key) is not None]
+        return [chat.key for chat in await services.chats.list_chats()]
+    return [key for key in wanted if await services.chats.get_chat(key) is not None]
 
 
 async def select_sessions(
@@ -124,7 +124,7 @@ async def select_sessions(
 
 async def still_due(services: Services, candidate: Candidate, now: float) -> bool:
     """Re-check just before compacting: someone may have written since the selection ran."""
-    session = await services.store.get_session(candidate.session_id)
+    session = await services.sessions.get_session(candidate.session_id)
     settings = await services.settings_for(candidate.chat_key)
     due = due_at(session, Thresholds.from_config(services.config, services.window_for(settings)))
     return due is not None and due <= now

@@ -85,10 +85,6 @@ def parse_query(args: str, *, now: float, asker_last: float | None) -> CatchupQu
     return CatchupQuery(since=asker_last)
 
 
-class SessionMemories(SessionStore, TranscriptReads, Protocol):
-    """A chat's sessions, to read the memory of the open ones."""
-
-
 class TranscriptSource:
     """The chat's stored messages (every session, archived included), deleted ones excluded."""
 
@@ -111,8 +107,9 @@ class TranscriptSource:
 class MemorySource:
     """The current memory entries of the chat's open sessions that fall in the span."""
 
-    def __init__(self, store: SessionMemories) -> None:
-        self._store = store
+    def __init__(self, sessions: SessionStore, transcript: TranscriptReads) -> None:
+        self._sessions = sessions
+        self._transcript = transcript
 
     async def turns(self, chat_key: str, query: CatchupQuery) -> list[dict[str, Any]]:
         since = (
@@ -121,9 +118,9 @@ class MemorySource:
             else None
         )
         found: list[MemoryEntry] = []
-        for session in await self._store.list_sessions(chat_key):
+        for session in await self._sessions.list_sessions(chat_key):
             if session.ended_at is None:
-                memory = await self._store.load_memory(session.id)
+                memory = await self._transcript.load_memory(session.id)
                 found += [e for e in memory.current() if _in_span(e, query, since)]
         # The kind as a label: the digest types a remembered line by it, as it types the chat.
         return [
@@ -157,16 +154,18 @@ async def catchup(
     sources: Sequence[CatchupSource] | None = None,
 ) -> str:
     """The digest text for the asker, or why there is none; changes nothing in the transcript."""
-    gate = NoticeGate(services.store, "summary", SUMMARY_INTERVAL_SECONDS, clock=services.clock)
+    gate = NoticeGate(
+        services.shared_limits, "summary", SUMMARY_INTERVAL_SECONDS, clock=services.clock
+    )
     if not await gate.first((chat_key, asker_id)):
         return "⏳ One /summary a minute, please; try again shortly."
     now = services.clock()
-    asker_last = await _last_message_of(services.store, chat_key, asker_id)
+    asker_last = await _last_message_of(services.transcript, chat_key, asker_id)
     query = parse_query(args, now=now, asker_last=asker_last)
     turns: list[dict[str, Any]] = []
-    for source in sources or (MemorySource(services.store),):
+    for source in sources or (MemorySource(services.sessions, services.transcript),):
         turns.extend(await source.turns(chat_key, query))
-    messages = await TranscriptSource(services.store).turns(chat_key, query)
+    messages = await TranscriptSource(services.transcript).turns(chat_key, query)
     if not messages:
         return f"Nothing to catch up on {query.label}."
     turns.extend(messages)

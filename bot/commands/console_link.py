@@ -11,7 +11,7 @@ import logging
 from compactbot.bot.events import Adapter, DeliveryError, InboundMessage, ReplyTarget
 from compactbot.bot.operators.console.links import issue_link
 from compactbot.bot.services import Services
-from compactbot.bot.store.console_records import AuditEntry, ConsoleRecords
+from compactbot.bot.store.console_records import AuditEntry
 
 log = logging.getLogger(__name__)
 
@@ -29,8 +29,8 @@ NO_PRIVATE_CHAT = (
 
 async def console_link(services: Services, message: InboundMessage, adapter: Adapter) -> list[str]:
     """The replies to `/console` in the chat (the link itself goes where only the asker sees)."""
-    store, config = services.store, services.config
-    if not config.console.enabled or not isinstance(store, ConsoleRecords):
+    store, config = services.console_records, services.config
+    if not config.console.enabled or store is None:
         return [NOT_ENABLED]
     private_here = (
         not message.is_group or message.private_reply or message.platform in LOCAL_PLATFORMS

@@ -35,8 +35,9 @@ class CommandContext(Protocol):
 
 async def forget(args: str, ctx: CommandContext) -> list[str]:
     message = ctx.message
-    store = ctx.host.services.store
-    now = ctx.host.services.clock()
+    services = ctx.host.services
+    store, offers = services.forgetting, services.shared_limits
+    now = services.clock()
     word = args.strip().lower()
     if message.reply_to is not None and not word:
         count = await store.forget_messages(
@@ -51,16 +52,16 @@ async def forget(args: str, ctx: CommandContext) -> list[str]:
         count = await store.count_member_messages(message.chat_key, message.author_id)
         if not count:
             return ["I have nothing stored that you wrote in this chat."]
-        await store.notice_reset(offer)
-        await store.notice_first(offer, "all", CONFIRM_SECONDS, now)
+        await offers.notice_reset(offer)
+        await offers.notice_first(offer, "all", CONFIRM_SECONDS, now)
         return [
             f"This erases all {count} messages you wrote in this chat from my history, search "
             "and memory. Send /forget confirm within 2 minutes to go ahead."
         ]
     if word == "confirm":
         # No open window means no offer (the one this call opens is withdrawn at once).
-        unoffered = await store.notice_first(offer, "all", CONFIRM_SECONDS, now)
-        await store.notice_reset(offer)
+        unoffered = await offers.notice_first(offer, "all", CONFIRM_SECONDS, now)
+        await offers.notice_reset(offer)
         if unoffered:
             return ["Nothing to confirm. Send /forget all first."]
         count = await store.forget_member(message.chat_key, message.author_id)
@@ -70,7 +71,7 @@ async def forget(args: str, ctx: CommandContext) -> list[str]:
 
 async def purge(args: str, ctx: CommandContext) -> list[str]:
     message = ctx.message
-    store = ctx.host.services.store
+    store = ctx.host.services.forgetting
     member = args.strip()
     if message.reply_to is not None and not member:
         count = await store.forget_messages(message.chat_key, [message.reply_to])

@@ -112,12 +112,12 @@ async def _help(args: str, ctx: CommandContext) -> list[str]:
 
 async def _status(args: str, ctx: CommandContext) -> list[str]:
     services = ctx.host.services
-    store = services.store
-    session = await store.get_session(ctx.session_id)
-    events = await store.list_compression_events(chat_key=session.chat_key, limit=20)
+    session = await services.sessions.get_session(ctx.session_id)
+    chat_key, transcript = session.chat_key, services.transcript
+    events = await services.compaction_events.list_compression_events(chat_key=chat_key, limit=20)
     last = next((e for e in events if e.outcome in ("compressed", "fallback")), None)
-    memory = await store.load_memory(session.id)
-    over_cap = await memory_over_cap(services, ctx.settings, memory, session.chat_key)
+    memory = await transcript.load_memory(session.id)
+    over_cap = await memory_over_cap(services, ctx.settings, memory, chat_key)
     return [
         status_text(
             session,
@@ -125,7 +125,7 @@ async def _status(args: str, ctx: CommandContext) -> list[str]:
             threshold=ctx.settings.threshold,
             hygiene_threshold=ctx.settings.hygiene_threshold,
             max_tokens=services.config.model.max_tokens,
-            archived_messages=await store.count_archived(session.chat_key),
+            archived_messages=await transcript.count_archived(chat_key),
             last_compaction=last,
             now=services.clock(),
             memory_counts=memory.counts(),
@@ -195,15 +195,15 @@ def _why_not_compressed(report: CompactionReport) -> str:
 
 
 async def _new(args: str, ctx: CommandContext) -> list[str]:
-    store = ctx.host.services.store
-    old = await store.get_session(ctx.session_id)
-    await store.new_session(old.chat_key, old.scope_user)
+    sessions = ctx.host.services.sessions
+    old = await sessions.get_session(ctx.session_id)
+    await sessions.new_session(old.chat_key, old.scope_user)
     return ["🆕 Started a new conversation. The previous one is kept and stays searchable."]
 
 
 async def _config(args: str, ctx: CommandContext) -> list[str]:
     services = ctx.host.services
-    store = services.store
+    store = services.stored_settings
     key_raw, _, value = args.partition(" ")
     key, value = key_raw.strip().lower(), value.strip()
     chat_key = ctx.message.chat_key
@@ -242,7 +242,7 @@ async def _pin(args: str, ctx: CommandContext) -> list[str]:
         return ["Usage: /pin <text to keep verbatim>"]
     if len(text) > MAX_PIN_CHARS:
         return [f"A pin can be at most {MAX_PIN_CHARS} characters."]
-    store = ctx.host.services.store
+    store = ctx.host.services.pins
     pin = await store.add_pin(ctx.message.chat_key, text, ctx.message.author_name)
     count = len(await store.list_pins(ctx.message.chat_key))
     ack = f"📌 Pinned #{count}: {pin.text}"
@@ -252,14 +252,14 @@ async def _pin(args: str, ctx: CommandContext) -> list[str]:
 
 
 async def _pins(args: str, ctx: CommandContext) -> list[str]:
-    pins = await ctx.host.services.store.list_pins(ctx.message.chat_key)
+    pins = await ctx.host.services.pins.list_pins(ctx.message.chat_key)
     if not pins:
         return ["No pins in this chat. Admins can add one with /pin <text>."]
     return ["📌 Pins:\n" + "\n".join(f"{i}. {p.text}" for i, p in enumerate(pins, 1))]
 
 
 async def _unpin(args: str, ctx: CommandContext) -> list[str]:
-    store = ctx.host.services.store
+    store = ctx.host.services.pins
     pins = await store.list_pins(ctx.message.chat_key)
     if not pins:
         return ["No pins."]
@@ -276,7 +276,7 @@ async def _unpin(args: str, ctx: CommandContext) -> list[str]:
 
 async def _usage(args: str, ctx: CommandContext) -> list[str]:
     today = utc_day(ctx.host.services.clock())
-    rows = await ctx.host.services.store.usage(ctx.message.chat_key, today[:8] + "01")
+    rows = await ctx.host.services.usage.usage(ctx.message.chat_key, today[:8] + "01")
     return [usage_text(rows, today=today)]
 
 
@@ -313,7 +313,7 @@ async def _remember_in_transcript(ctx: CommandContext, command: str, ack: str) -
     message = ctx.message
     user = {"role": "user", "content": f"[{message.author_name}] {command}"}
     bot = {"role": "assistant", "content": ack}
-    await services.store.append_messages(
+    await services.transcript_writes.append_messages(
         ctx.session_id,
         [
             NewMessage.from_openai(

@@ -27,7 +27,7 @@ async def memory_over_cap(
 ) -> MemoryOverCap | None:
     """The overflow when the chat's pins and the memory's rules, preferences and open actions
     need more than the summary's cap (`compression.memory_cap_ratio`), else None."""
-    pins = [pin.text for pin in await services.store.list_pins(chat_key)]
+    pins = [pin.text for pin in await services.pins.list_pins(chat_key)]
     # Tokenizing a large memory is CPU work: off the event loop (SPEC 17).
     need = await asyncio.to_thread(
         must_show_tokens, memory, count_tokens=services.counter.count_text, pins=pins

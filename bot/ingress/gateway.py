@@ -59,8 +59,8 @@ class Gateway:
         self._known_chats: set[tuple[str, str | None, str | None, bool]] = set()
         self._order = ingress.ChatOrder()
         # Group commit: messages and replies of many chats arriving together share a transaction.
-        self._ingests = BatchedIngest(services.store)
-        self._appends = BatchedAppends(services.store)
+        self._ingests = BatchedIngest(services.transcript_writes)
+        self._appends = BatchedAppends(services.transcript_writes)
         self.turns: TurnQueue = turns or LaneTurns(self.lanes, self.answers, self._appends)
         # Called with a chat key after /config changes it (the overnight scheduler listens).
         self.settings_listeners: list[Callable[[str], Awaitable[None]]] = []
@@ -140,7 +140,7 @@ class Gateway:
         chat = (message.chat_key, message.chat_title, message.parent_chat_key, message.is_group)
         self.answers.languages.remember(message)
         # A reply brings the message it answers, found in the archive if compacted long ago.
-        quote = await reply_quote(self.services.store, message) if message.reply_to else None
+        quote = await reply_quote(self.services.revisions, message) if message.reply_to else None
         admin = await ingress.author_admin(message, lambda: self.is_admin(message, adapter))
         delivery = ingress.deliver(
             message,
@@ -212,7 +212,7 @@ class Gateway:
         # leave the chat without ever being told.
         if not message.addressed:
             return
-        first = await self.services.store.mark_update_processed(
+        first = await self.services.dedup.mark_update_processed(
             ALLOWLIST_NOTICE_PLATFORM, message.chat_key
         )
         if first:

@@ -70,21 +70,23 @@ async def enrich_media(
         read = await read_media(message.attachments, source, services.llm, limits)
     settings = await services.settings_for(message.chat_key)
     shared = message.is_group and settings.memory_scope == "shared"
-    quote = await reply_quote(services.store, message)
+    quote = await reply_quote(services.revisions, message)
     text = transcript_text(message, shared=shared, quote=quote, notes=())
     # Only a message the bot will answer carries its images, and only until that answer.
     images = read.image_parts if message.addressed else ()
     content = with_media(text, read.notes, images)
     user = {"role": "user", "content": content}
     tokens = services.counter.count_message(user)
-    await services.store.set_message_content(message_id, content, tokens, message_hints(user))
+    await services.revisions.set_message_content(message_id, content, tokens, message_hints(user))
 
 
 async def drop_images(services: Services, message: InboundMessage) -> None:
     """After the answer: the stored message keeps its text and descriptions, not the image."""
     if message.platform_message_id is None:
         return
-    row = await services.store.find_platform_message(message.chat_key, message.platform_message_id)
+    row = await services.revisions.find_platform_message(
+        message.chat_key, message.platform_message_id
+    )
     if row is None or not isinstance(row.content, list):
         return
     texts = [
@@ -93,4 +95,4 @@ async def drop_images(services: Services, message: InboundMessage) -> None:
     content = "\n".join(t for t in texts if t)
     user = {"role": "user", "content": content}
     tokens = services.counter.count_message(user)
-    await services.store.set_message_content(row.id, content, tokens, message_hints(user))
+    await services.revisions.set_message_content(row.id, content, tokens, message_hints(user))

@@ -107,7 +107,7 @@ class Limits:
 
     def __init__(self, services: Services) -> None:
         self._services = services
-        store, clock = services.store, services.clock
+        store, clock = services.shared_limits, services.clock
         self._rate = RateLimiter(store, clock=clock)
         self._rate_notices = NoticeGate(store, "rate", RATE_WINDOW_SECONDS, clock=clock)
         # Keyed by UTC day, so this only bounds how long a day's key is kept.

@@ -28,10 +28,10 @@ async def apply_edit(services: Services, message: InboundMessage) -> bool:
         return False
     settings = await services.settings_for(message.chat_key)
     shared = message.is_group and settings.memory_scope == "shared"
-    quote = await reply_quote(services.store, message)
+    quote = await reply_quote(services.revisions, message)
     content = transcript_text(message, shared=shared, quote=quote)
     user = {"role": "user", "content": content}
-    changed = await services.store.edit_platform_message(
+    changed = await services.revisions.edit_platform_message(
         message.chat_key,
         message.platform_message_id,
         content,
@@ -46,7 +46,7 @@ async def apply_delete(
     services: Services, chat_key: str, platform_message_ids: Sequence[str]
 ) -> int:
     """Forget deleted messages everywhere they left a trace (SPEC 16); how many rows went."""
-    removed = await services.store.forget_messages(chat_key, platform_message_ids)
+    removed = await services.forgetting.forget_messages(chat_key, platform_message_ids)
     log.info("message delete forgot %d rows (chat=%s)", removed, chat_key)
     return removed
 
@@ -54,6 +54,6 @@ async def apply_delete(
 async def _first_time(services: Services, message: InboundMessage) -> bool:
     if message.update_id is None:
         return True
-    return await services.store.mark_update_processed(
+    return await services.dedup.mark_update_processed(
         message.platform + EDIT_DEDUP_PLATFORM_SUFFIX, message.update_id
     )

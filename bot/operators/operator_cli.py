@@ -63,37 +63,39 @@ async def dispatch(command: str, args: argparse.Namespace, config: Config) -> in
 
 
 async def _views(app: App, args: argparse.Namespace) -> None:
-    for line in await operator_views.show(app.services.store, args.command, args):
+    for line in await operator_views.show(app.reports, args.command, args):
         print(terminal_safe(line))
 
 
 async def _open_sessions(app: App, chat_key: str) -> list[SessionRecord]:
     """The chat's open sessions (one, or one per member), read without creating any."""
-    sessions = await app.services.store.list_sessions(chat_key)
+    sessions = await app.services.sessions.list_sessions(chat_key)
     return [s for s in sessions if s.ended_at is None]
 
 
 async def _require_chat(app: App, key: str | None) -> str:
     if not key:
         raise OperatorError("a chat key is required (see `compactbot chats`)")
-    if await app.services.store.get_chat(key) is None:
+    if await app.services.chats.get_chat(key) is None:
         raise OperatorError(f"unknown chat {key!r} (see `compactbot chats`)")
     return key
 
 
 async def _chats(app: App, args: argparse.Namespace) -> None:
-    store = app.services.store
-    window = app.services.context_length
-    chats = await store.list_chats()
+    services = app.services
+    window = services.context_length
+    chats = await services.chats.list_chats()
     if not chats:
         print("no chats yet")
         return
     jobs = plugins.jobs()
     for chat in chats:
         sessions = await _open_sessions(app, chat.key)
-        events = await store.list_compression_events(chat_key=chat.key, limit=20)
+        events = await services.compaction_events.list_compression_events(
+            chat_key=chat.key, limit=20
+        )
         last = next((e for e in events if e.outcome in ("compressed", "fallback")), None)
-        settings = await app.services.settings_for(chat.key)
+        settings = await services.settings_for(chat.key)
         line = (
             f"{chat.key}  {chat.platform}  {chat.title or '-'}  "
             f"{sum(s.active_messages for s in sessions)} msgs  "
@@ -106,7 +108,7 @@ async def _chats(app: App, args: argparse.Namespace) -> None:
 
 
 async def _config(app: App, args: argparse.Namespace) -> None:
-    store = app.services.store
+    chats, stored = app.services.chats, app.services.stored_settings
     chat = args.chat
     if args.action != "get" and not args.key:
         raise OperatorError(f"config {args.action} needs a KEY")
@@ -119,18 +121,18 @@ async def _config(app: App, args: argparse.Namespace) -> None:
         return
     if args.action == "unset":
         key = chat_settings.check_key(args.key)
-        await store.unset_chat_setting(chat, key)
+        await stored.unset_chat_setting(chat, key)
         print(f"{chat}: {key} reset to the default")
         return
     if args.value is None:
         raise OperatorError("config set needs a VALUE")
     # Operators are not held to the chat-admin bounds, only to types and hard ranges.
     value = chat_settings.parse_setting(args.key, args.value, app.config, enforce_bounds=False)
-    if await store.get_chat(chat) is None:
+    if await chats.get_chat(chat) is None:
         platform = chat.split(":", 1)[0]
-        await store.upsert_chat(chat, platform)
+        await chats.upsert_chat(chat, platform)
     key = chat_settings.check_key(args.key)
-    await store.set_chat_setting(chat, key, value)
+    await stored.set_chat_setting(chat, key, value)
     print(f"{chat}: {key} = {value}")
 
 
@@ -151,7 +153,7 @@ async def _compress(app: App, args: argparse.Namespace) -> None:
             print("no session is due for overnight compaction")
         return
     chat = await _require_chat(app, args.chat)
-    session = await services.store.active_session(chat)
+    session = await services.sessions.active_session(chat)
     settings = await services.settings_for(chat)
     report = await services.compactor.compact(
         session.id,
@@ -172,18 +174,19 @@ async def _compress(app: App, args: argparse.Namespace) -> None:
 
 async def _history(app: App, args: argparse.Namespace) -> None:
     chat = await _require_chat(app, args.chat)
+    transcript = app.services.transcript
     if args.memory:
-        session = await app.services.store.active_session(chat)
-        memory = await app.services.store.load_memory(session.id)
+        session = await app.services.sessions.active_session(chat)
+        memory = await transcript.load_memory(session.id)
         if not memory.entries:
             print(f"{chat}: nothing remembered yet (session {session.id})")
         for entry in memory.entries:
             print(_memory_line(entry))
         return
-    rows = await app.services.store.load_history(chat, include_archived=args.all)
+    rows = await transcript.load_history(chat, include_archived=args.all)
     if not args.all:
         shared = [s for s in await _open_sessions(app, chat) if s.scope_user is None]
-        rows = await app.services.store.load_active(shared[0].id) if shared else []
+        rows = await transcript.load_active(shared[0].id) if shared else []
     for row in rows:
         print(_history_line(row))
 
@@ -210,10 +213,10 @@ def _memory_line(entry: MemoryEntry) -> str:
 
 
 async def _stats(app: App, args: argparse.Namespace) -> None:
-    store = app.services.store
-    chats = await store.list_chats()
-    sessions = await store.list_sessions()
-    events = await store.list_compression_events(limit=100_000)
+    services = app.services
+    chats = await services.chats.list_chats()
+    sessions = await services.sessions.list_sessions()
+    events = await services.compaction_events.list_compression_events(limit=100_000)
     outcomes = Counter(e.outcome for e in events)
     triggers = Counter(e.trigger for e in events)
     print(f"chats: {len(chats)}  sessions: {len(sessions)}")
@@ -224,7 +227,7 @@ async def _stats(app: App, args: argparse.Namespace) -> None:
 
 
 async def _deadletters(app: App, args: argparse.Namespace) -> None:
-    letters = await app.services.store.list_dead_letters(limit=args.limit)
+    letters = await app.services.dead_letters.list_dead_letters(limit=args.limit)
     if not letters:
         print("no dead letters")
         return

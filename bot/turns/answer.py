@@ -81,7 +81,7 @@ class Answerer:
         # Kept in the store: every worker on the database enforces the same limits.
         self.limits = Limits(services)
         self.typing = TypingIndicators()
-        self._failures = FailureNotices(services.store, clock=services.clock)
+        self._failures = FailureNotices(services.shared_limits, clock=services.clock)
 
     async def is_admin(self, message: InboundMessage, adapter: Adapter) -> bool:
         return await is_admin(message, adapter, self.services.config.gateway.operators)

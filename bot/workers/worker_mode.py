@@ -25,7 +25,6 @@ from compactbot.bot.operators.doctor import doctor_for
 from compactbot.bot.plugins import Platform, Role
 from compactbot.bot.services import Services
 from compactbot.bot.settings.config import Config
-from compactbot.bot.store import PostgresStore
 from compactbot.bot.store.backends import parse_store_url
 from compactbot.bot.workers.durable_gateway import DurableGateway
 from compactbot.bot.workers.durable_turns import TurnConsumer
@@ -75,8 +74,8 @@ class DurableWork:
     def __init__(self, app: App, platforms: list[Platform]) -> None:
         gateway = app.gateway
         assert isinstance(gateway, DurableGateway)
-        store = app.services.store
-        assert isinstance(store, PostgresStore)
+        store = app.services.postgres
+        assert store is not None
         self._store = store
         self._gateway = gateway
         # Every platform a worker starts is an Adapter too (Telegram, Discord).
@@ -144,8 +143,8 @@ class DurableWork:
 
 
 def _durable(services: Services) -> Gateway:
-    store = services.store
-    assert isinstance(store, PostgresStore)  # _on_postgres checked the URL
+    store = services.postgres
+    assert store is not None  # _on_postgres checked the URL
     return DurableGateway(services, store.inbox())
 
 

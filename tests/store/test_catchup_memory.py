@@ -33,7 +33,7 @@ async def test_the_memory_brings_decisions_and_open_actions_of_the_span(store: S
         MemoryEntry(3, "action", "Cy writes the migration plan.", speaker="Cy", date="2026-11-30"),
         MemoryEntry(4, "preference", "Bo likes tea.", speaker="Bo", date="2026-11-30"),
     )
-    turns = await MemorySource(store).turns(CHAT, CatchupQuery(since=_day("2026-11-29")))
+    turns = await MemorySource(store, store).turns(CHAT, CatchupQuery(since=_day("2026-11-29")))
     assert [t["content"] for t in turns] == [
         "[Bo] Remembered decision: We use Postgres for billing.",
         "[Cy] Remembered action: Cy writes the migration plan.",
@@ -46,7 +46,7 @@ async def test_the_memory_follows_the_asked_member_and_topic(store: Store) -> No
         MemoryEntry(1, "decision", "Billing moves to Postgres.", speaker="Bo", date="2026-11-30"),
         MemoryEntry(2, "fact", "The launch codename is PELICAN.", speaker="Ann", date="2026-11-30"),
     )
-    source = MemorySource(store)
+    source = MemorySource(store, store)
     by_ann = await source.turns(CHAT, CatchupQuery(author="ann", topic="ann"))
     about_billing = await source.turns(CHAT, CatchupQuery(topic="billing"))
     assert [t["content"] for t in by_ann] == [

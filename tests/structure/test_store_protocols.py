@@ -15,6 +15,10 @@ MAX_PROTOCOL_METHODS = 12
 # factory: the only modules that may name the whole `Store`.
 WHOLE_STORE_MODULES = frozenset({"bot/app.py", "bot/services.py", "bot/store/backends.py"})
 MAX_WHOLE_STORE_MODULES = 3
+# Product code reaches the store through `Services`' typed views (`services.pins`, …); only the
+# composition root and `Services` itself read `services.store`, the whole store.
+PRODUCT_PACKAGES = ("bot", "adapters", "scheduler")
+SERVICES_STORE_MODULES = frozenset({"bot/app.py", "bot/services.py"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,6 +94,24 @@ def _names_store(node: ast.AST) -> bool:
     return isinstance(node, ast.Attribute) and node.attr == "Store"
 
 
+def _is_services(node: ast.expr) -> bool:
+    """`services`, `self.services`, `self._services`, `ctx.host.services`, `app.services`."""
+    if isinstance(node, ast.Name):
+        return node.id.lstrip("_") == "services"
+    return isinstance(node, ast.Attribute) and node.attr.lstrip("_") == "services"
+
+
+def services_store_lines(source: str) -> list[int]:
+    """Lines where the code reads the `store` attribute of a `services` object."""
+    return sorted(
+        {
+            node.lineno
+            for node in ast.walk(ast.parse(source))
+            if isinstance(node, ast.Attribute) and node.attr == "store" and _is_services(node.value)
+        }
+    )
+
+
 def _modules() -> dict[str, Path]:
     return {
         path.relative_to(ROOT).as_posix(): path
@@ -125,3 +147,31 @@ def test_every_module_allowed_the_whole_store_names_it() -> None:
     assert len(WHOLE_STORE_MODULES) <= MAX_WHOLE_STORE_MODULES
     modules = _modules()
     assert all(whole_store_lines(modules[m]) for m in WHOLE_STORE_MODULES)
+
+
+def test_the_scan_finds_every_way_to_reach_the_whole_store_through_services() -> None:
+    source = """
+services.store.add_pin(key, text, None)
+store = self.services.store
+rows = await ctx.host.services.store.usage(key, day)
+chats = await self._services.store.list_chats()
+letters = app.services.store.list_dead_letters()
+pins = services.pins.list_pins(key)
+rows = deps.store.search(key, query)
+self._store = store
+"""
+    assert services_store_lines(source) == [2, 3, 4, 5, 6]
+
+
+def test_product_modules_use_the_services_views_not_the_whole_store() -> None:
+    reaching = {
+        module: lines
+        for module, path in _modules().items()
+        if module.split("/")[0] in PRODUCT_PACKAGES
+        and module not in SERVICES_STORE_MODULES
+        and (lines := services_store_lines(path.read_text(encoding="utf-8")))
+    }
+    assert not reaching, (
+        f"use the protocol view you need (services.pins, services.sessions, …), not "
+        f"services.store (module: lines): {reaching}"
+    )

@@ -7,14 +7,13 @@ from collections.abc import Awaitable, Callable
 from aiohttp import web
 
 from compactbot.bot.operators.console.auth import OperatorTokens
-from compactbot.bot.operators.console.deps import ConsoleDeps, ModelFacts
+from compactbot.bot.operators.console.deps import ConsoleDeps, ConsoleStore, ModelFacts
 from compactbot.bot.operators.console.sessions import SignIn
 from compactbot.bot.operators.console.web import console_app
 from compactbot.bot.operators.doctor_report import Finding, skip
 from compactbot.bot.operators.health import Readiness
 from compactbot.bot.services import Services
 from compactbot.bot.store.base import StoreError
-from compactbot.bot.store.console_records import ConsoleRecords
 
 # `compactbot doctor`'s checks; the composition root hands them in (they import bot.app).
 Doctor = Callable[[], Awaitable[list[Finding]]]
@@ -26,21 +25,22 @@ class ConsoleUnavailable(StoreError):
 
 async def console_for(
     services: Services,
+    store: ConsoleStore,
     readiness: Readiness,
     model: ModelFacts,
     settings_changed: Callable[[str], Awaitable[None]],
     doctor: Doctor | None,
 ) -> web.Application:
-    store = services.store
-    if not isinstance(store, ConsoleRecords):
+    records = services.console_records
+    if records is None:
         raise ConsoleUnavailable(f"{type(store).__name__} keeps no console sessions or audit log")
     config = services.config
-    sign_in = SignIn(
-        store, store, OperatorTokens.from_config(config.console), config.console, services.clock
-    )
+    tokens = OperatorTokens.from_config(config.console)
+    sign_in = SignIn(records, services.shared_limits, tokens, config.console, services.clock)
     deps = ConsoleDeps(
         services=services,
-        records=store,
+        store=store,
+        records=records,
         sign_in=sign_in,
         readiness=readiness,
         model=model,

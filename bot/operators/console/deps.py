@@ -55,6 +55,8 @@ class ModelFacts(Protocol):
 @dataclass(frozen=True, slots=True)
 class ConsoleDeps:
     services: Services
+    # The one store, as what the pages read and change (bot.app hands it in).
+    store: ConsoleStore
     records: ConsoleRecords
     sign_in: SignIn
     readiness: Readiness
@@ -64,10 +66,6 @@ class ConsoleDeps:
     # `compactbot doctor`'s checks without --live.
     doctor: Callable[[], Awaitable[list[Finding]]]
     trusted_proxies: frozenset[str]
-
-    @property
-    def store(self) -> ConsoleStore:
-        return self.services.store
 
     @property
     def config(self) -> Config:
