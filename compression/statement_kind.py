@@ -149,7 +149,7 @@ _ASK = re.compile(
     r"\b(?:i\s+need\s+you\s+to|i'?d\s+like\s+(?:you|someone|somebody)\s+to|"
     r"i\s+would\s+like\s+(?:you|someone|somebody)\s+to|(?:can|could)\s+you\s+(?:please\s+)?\w+|"
     r"(?:someone|somebody|anyone)\s+(?:needs?\s+to|should|has\s+to|must))\b|"
-    r"请你|请帮|帮我|帮忙|麻烦|你能不能|能不能帮|可以帮|^请|[a-z]\w*负责",
+    r"请你|请帮|帮我|帮忙|麻烦|你能不能|能不能帮|可以帮|^请|[a-z]负责",
 )
 # … or taking it on for the group, which small talk also says ("maybe we will meet again").
 _PLEDGE = re.compile(

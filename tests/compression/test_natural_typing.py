@@ -11,6 +11,7 @@ import pytest
 from compactbot.compression import CompressorConfig, ContextCompressor
 from compactbot.compression.deterministic import deterministic_summary
 from compactbot.compression.extract import extract_update
+from compactbot.compression.features import message_features, states_rule
 from compactbot.compression.memory import MemoryEntry
 from compactbot.compression.message_hints import (
     FEATURELESS,
@@ -203,3 +204,9 @@ async def test_hints_stored_by_an_older_version_of_the_rules_vouch_for_nothing()
     assert "could you send the signed contract to the landlord?" in text
     assert "Keep answers short, please." in text
     assert KEY not in text and KEY not in str(compressor.memory.entries)
+
+
+@pytest.mark.parametrize("text", [*RULES, *PREFERENCES, *DECISIONS, *CHATTER])
+def test_states_rule_reads_the_kinds_message_features_reads(text: str) -> None:
+    features = message_features(text, True)
+    assert states_rule(text) == any(found.kind == "rule" for found in features.candidates)
