@@ -110,11 +110,13 @@ _NEVER_PAST = re.compile(
     r"\bnever\s+(?:\w+ed|seen|heard|been|done|had|got|gotten|went|came|knew|told|thought|"
     r"saw|made|said|met|read|ate|eaten|tried|played|watched|found|felt|understood)\b"
 )
+# "Don't forget to …" reminds; "don't get me wrong" is a turn of phrase: neither bans anything.
+_NOT_A_BAN = r"(?:forget|(?:get|mind|judge|quote|ask|tell)\s+me)\b"
 # A rule in words that also describe what merely happens: "never", "only", "don't" …
 _WEAK_RULE = re.compile(
     rf"^(?:(?:please|remember|reminder|note|and|also|so|ok|okay)[,:]?\s+)?"
-    rf"(?:never|always|only|(?:don'?t|do\s+not)(?!\s+(?:forget|(?:get|mind|judge|quote|ask|tell)\s+me)\b)|no\s+(?!{_NO_REPLY})\w+|nobody|"
-    rf"no\s+one|avoid)\b|"
+    rf"(?:never|always|only|(?:don'?t|do\s+not)(?!\s+{_NOT_A_BAN})|no\s+(?!{_NO_REPLY})\w+|"
+    rf"nobody|no\s+one|avoid)\b|"
     rf"\b{_GROUP}\s+{_WEAK_MODAL}\s+(?!{_STATE})",
 )
 # Words that only ever set one.

@@ -77,8 +77,8 @@ class ForgetPlan:
     memories: dict[int, Memory] = field(default_factory=dict)
     rewrites: list[Rewrite] = field(default_factory=list)
     previous_summaries: dict[int, str | None] = field(default_factory=dict)
-    # The forgotten texts, and the lines that quote them or a dropped entry (normalised): what
-    # a queue of turns or replies must not keep either.
+    # The forgotten texts (a member's words only), and the lines that quote them or a dropped
+    # entry (normalised): what a queue of turns or replies must not keep either.
     texts: list[str] = field(default_factory=list)
     needles: list[str] = field(default_factory=list)
 
@@ -134,12 +134,11 @@ def plan(
         if row.active and cleaned is not None:
             tokens, count = result.totals[row.session_id]
             result.totals[row.session_id] = (tokens + row.tokens - cleaned.tokens, count)
-    forgotten = [target.text for target in targets]
     for row in text_rows:
         if row.id in gone:
             continue
         if row.members:
-            rewrite = rewritten(row, lambda text: without_quotes_of(text, forgotten))
+            rewrite = rewritten(row, lambda text: without_quotes_of(text, texts))
         else:
             rewrite = scrub_row(row, needles.get(row.session_id, base))
         if rewrite is None:
@@ -153,7 +152,7 @@ def plan(
             scrubbed = scrub_text(summary, needles.get(session_id, base))
             if scrubbed != summary:
                 result.previous_summaries[session_id] = scrubbed or None
-    result.texts = forgotten
+    result.texts = texts
     result.needles = list(dict.fromkeys([*base, *(n for found in needles.values() for n in found)]))
     return result
 

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from compactbot.bot.store.forgetting import ForgetPlan, scrub_text
-from compactbot.bot.store.reply_quotes import attributed, clipped
+from compactbot.bot.store.reply_quotes import clipped, quote_body
 
 if TYPE_CHECKING:
     from compactbot.bot.store.postgres.database import PooledConnection
@@ -32,7 +32,7 @@ async def scrub_queues(
 ) -> None:
     """The chat's turn jobs without the forgotten messages' texts (theirs, or quoted as the
     message replied to) and its outbox without the lines that quote them."""
-    quoted = {clipped(attributed(text)[1]) for text in changes.texts}
+    quoted = {quote_body(text) for text in changes.texts}
     jobs = await conn.fetch(
         "SELECT id, payload FROM turn_inbox WHERE chat_key = $1 AND kind = 'turn'", chat_key
     )
