@@ -22,7 +22,6 @@ from compactbot.bot.llm.client import LLMClient
 from compactbot.bot.llm.metering import Meter, metered, metered_summarizers
 from compactbot.bot.llm.offline_model import OfflineModel
 from compactbot.bot.llm.stream import StreamingChatClient
-from compactbot.bot.llm.timing import TimedSummarizer, timed
 from compactbot.bot.operators.console.assembly import Doctor, console_for
 from compactbot.bot.operators.endpoint import OperatorEndpoint
 from compactbot.bot.operators.health import QueueProbe, Readiness, StoreProbe
@@ -130,7 +129,7 @@ class App:
             config=config,
             store=store,
             counter=counter,
-            llm=metered(timed(llm, self.metrics), meter),
+            llm=metered(llm, meter),
             compactor=compactor,
             context_length=context_length,
             meter=meter,
@@ -282,14 +281,13 @@ class App:
         summary_model = model.summary_model or model.name
 
         def factory(sink: UsageSink) -> Summarizer:
-            summarizer = OpenAISummarizer(
+            return OpenAISummarizer(
                 client,
                 summary_model,
                 fallback_model=model.name if summary_model != model.name else None,
                 timeout_seconds=model.summary_timeout_seconds,
                 on_usage=sink,
             )
-            return TimedSummarizer(summarizer, self.metrics)
 
         return factory
 

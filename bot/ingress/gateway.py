@@ -1,40 +1,38 @@
 """The inbound pipeline every adapter feeds: one ordered ingress, then turns in per-chat lanes.
 
-`ingest` returns once its updates are committed (dedup, chat and message in one transaction),
-so a platform may acknowledge them then; commands take effect there, in arrival order, and
-everything that talks back (replies, answers) waits in the gateway's `TurnQueue`: the chat's
-lane in this process by default, the PostgreSQL inbox in the durable gateway.
+`handle` passes an update down the ingress chain (`steps`: allow-list, settings and session,
+dedup and store; then commands, files and compaction, answer) and returns once it is committed,
+so a platform may acknowledge it then. Commands take effect there, in arrival order; everything
+that talks back (replies, answers) waits in the gateway's `TurnQueue`: the chat's lane in this
+process by default, the PostgreSQL inbox in the durable gateway.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable
 
-from compactbot.bot.commands.router import CommandContext, run_command
+from compactbot.bot.commands.router import Command, CommandContext, run_command
 from compactbot.bot.compaction.background import BackgroundCompactions, Notice
 from compactbot.bot.compaction.report import ReportSink
 from compactbot.bot.events import Adapter, InboundMessage, ReplyTarget
-from compactbot.bot.ingress import steps as ingress
-from compactbot.bot.ingress.inbound_text import enrich_media, neutralised, reply_quote
+from compactbot.bot.ingress import steps
+from compactbot.bot.ingress.chat_order import ChatOrder
+from compactbot.bot.ingress.inbound_text import enrich_media, neutralised
 from compactbot.bot.ingress.lane_turns import LaneTurns, send_now
-from compactbot.bot.ingress.steps import Delivery
+from compactbot.bot.ingress.steps import Arrival, Next, Stored
 from compactbot.bot.ingress.turn_queue import TurnQueue
 from compactbot.bot.services import Services
 from compactbot.bot.settings.chat_settings import ChatSettings
-from compactbot.bot.store.base import IngestResult, SessionRecord
 from compactbot.bot.store.write_batcher import BatchedAppends, BatchedIngest
 from compactbot.bot.turns.answer import Answerer, Question
 from compactbot.bot.turns.exclusivity import TurnLanes
-from compactbot.bot.turns.lanes import LaneScheduler, lane_key
+from compactbot.bot.turns.lanes import LaneScheduler
 
 log = logging.getLogger(__name__)
 
 COMMAND_FAILED = "⚠️ That command failed. Nothing was changed."
 ALLOWLIST_NOTICE_PLATFORM = "allowlist-notice"
-KNOWN_CHATS_MAX = 100_000
-
-Inbound = tuple[InboundMessage, Adapter]
 
 
 class Gateway:
@@ -56,39 +54,37 @@ class Gateway:
         self.lanes: TurnLanes = lanes or LaneScheduler(config.gateway.max_concurrent_chats)
         self.compactions = BackgroundCompactions(services, notice)
         self.answers = answers or Answerer(services)
-        self._known_chats: set[tuple[str, str | None, str | None, bool]] = set()
-        self._order = ingress.ChatOrder()
+        self._order = ChatOrder()
         # Group commit: messages and replies of many chats arriving together share a transaction.
         self._ingests = BatchedIngest(services.transcript_writes)
         self._appends = BatchedAppends(services.transcript_writes)
         self.turns: TurnQueue = turns or LaneTurns(self.lanes, self.answers, self._appends)
         # Called with a chat key after /config changes it (the overnight scheduler listens).
         self.settings_listeners: list[Callable[[str], Awaitable[None]]] = []
+        known = steps.KnownChats()
+        after_store = self._commands(self._files_and_compaction(self._answer))
+        self._chain = steps.allow_list(
+            config.gateway.allowed_chats,
+            self._refuse_chat,
+            self._language(
+                steps.settle(
+                    services,
+                    known,
+                    self._author_is_admin,
+                    self.turns.stored_with,
+                    steps.store(self._ingests, known, services.metrics, after_store),
+                )
+            ),
+        )
 
     async def handle(self, message: InboundMessage, adapter: Adapter) -> None:
-        """One update; returns after it is stored (and its command has taken effect)."""
-        await self.ingest([(message, adapter)])
+        """One update down the chain; returns after it is stored (and its command took effect).
 
-    async def ingest(self, batch: Sequence[Inbound]) -> None:
-        """Store a batch of updates in order; returns only after every one of them committed.
-
-        Messages between commands share one transaction; a command is committed and run before
-        anything after it is stored, so "/new" then a message puts the message in the new session.
+        The chat's order is held throughout, so "/new" then a message puts the message in the
+        new session, and a command is committed and run before the chat's next update is stored.
         """
-        allowed_chats = self.services.config.gateway.allowed_chats
-        async with self._order.holding(message.chat_key for message, _ in batch):
-            run: list[Delivery] = []
-            for message, adapter in batch:
-                message = neutralised(message)
-                if not ingress.allowed(message.chat_key, allowed_chats):
-                    await self._refuse_chat(message, adapter)
-                    continue
-                run.append(await self._deliver(message, adapter))
-                if run[-1].command is not None:
-                    await self._store_and_route(run)
-                    run = []
-            if run:
-                await self._store_and_route(run)
+        async with self._order.holding((message.chat_key,)):
+            await self._chain(Arrival(neutralised(message), adapter))
 
     async def join(self) -> None:
         """Wait until every lane and background compaction is idle (tests, console, shutdown)."""
@@ -133,81 +129,79 @@ class Gateway:
         await self._appends.close()
         await self.answers.close()
 
-    # --- the ingress ------------------------------------------------------------------------
+    # --- the gateway's own steps ----------------------------------------------------------------
 
-    async def _deliver(self, message: InboundMessage, adapter: Adapter) -> Delivery:
-        settings = await self.services.settings_for(message.chat_key, message.parent_chat_key)
-        chat = (message.chat_key, message.chat_title, message.parent_chat_key, message.is_group)
-        self.answers.languages.remember(message)
-        # A reply brings the message it answers, found in the archive if compacted long ago.
-        quote = await reply_quote(self.services.revisions, message) if message.reply_to else None
-        admin = await ingress.author_admin(message, lambda: self.is_admin(message, adapter))
-        delivery = ingress.deliver(
-            message,
-            adapter,
-            settings,
-            self.services.counter,
-            known_chat=chat in self._known_chats,
-            quote=quote,
-            author_admin=admin,
+    def _language(self, next_step: Next[Arrival]) -> Next[Arrival]:
+        """An allowed chat's language, as its platform reports it, for our own words there."""
+
+        async def step(arrival: Arrival) -> None:
+            self.answers.languages.remember(arrival.message)
+            await next_step(arrival)
+
+        return step
+
+    def _commands(self, next_step: Next[Stored]) -> Next[Stored]:
+        """Commands end here (the router's admin filter decides who may run which); a message
+        goes on when a row was stored for it."""
+
+        async def step(stored: Stored) -> None:
+            command = stored.delivery.command
+            if command is not None:
+                await self._run_command(stored, command)
+            elif stored.message_id is not None:
+                await next_step(stored)
+
+        return step
+
+    def _files_and_compaction(self, next_step: Next[Stored]) -> Next[Stored]:
+        """A message's files are read in the chat's lane, a compaction started if it is due;
+        an addressed message goes on to be answered."""
+
+        async def step(stored: Stored) -> None:
+            delivery, message_id = stored.delivery, stored.message_id
+            assert message_id is not None
+            message, adapter = delivery.message, delivery.adapter
+            if message.attachments and not (delivery.addressed and self.turns.turn_reads_files):
+                # In the lane, so the answer queued after them sees what they hold.
+                services = self.services
+                self.lanes.submit(
+                    stored.lane, lambda: enrich_media(services, message, message_id, adapter)
+                )
+            target = ReplyTarget.for_message(message)
+            self.compactions.after_store(stored.session, delivery.settings, adapter, target)
+            if delivery.addressed:
+                await next_step(stored)
+
+        return step
+
+    async def _answer(self, stored: Stored) -> None:
+        """The last step: the turn queue checks the limits and queues the answer."""
+        delivery, message_id = stored.delivery, stored.message_id
+        assert message_id is not None
+        question = Question(
+            delivery.message, delivery.adapter, stored.session.id, message_id, delivery.settings
         )
-        return self.turns.stored_with(delivery)
+        await self.turns.answer(question, stored.lane)
 
-    async def _store_and_route(self, run: list[Delivery]) -> None:
-        results = await self._ingests.ingest([d.item for d in run])
-        for delivery, result in zip(run, results, strict=True):
-            if result.duplicate:
-                log.info("duplicate update ignored (chat=%s)", delivery.message.chat_key)
-                continue
-            self._remember_chat(delivery.message)
-            await self._route(delivery, result)
-
-    def _remember_chat(self, message: InboundMessage) -> None:
-        # A write per message only to repeat what the row already says is wasted.
-        if len(self._known_chats) >= KNOWN_CHATS_MAX:
-            self._known_chats.clear()
-        self._known_chats.add(
-            (message.chat_key, message.chat_title, message.parent_chat_key, message.is_group)
-        )
-
-    async def _route(self, delivery: Delivery, result: IngestResult) -> None:
-        session = result.session
-        assert session is not None  # set for every item that is not a duplicate
-        message, adapter = delivery.message, delivery.adapter
-        lane = lane_key(session.chat_key, session.scope_user)
-        self.services.metrics.message_received(message.platform, message.chat_key)
-        if delivery.command is not None:
-            await self._run_command(delivery, session, lane)
-            return
-        if result.message_id is None:
-            return
-        if message.attachments and not (delivery.addressed and self.turns.turn_reads_files):
-            # Files are read in the chat's lane, so the answer after them sees what they hold.
-            stored_id, services = result.message_id, self.services
-            self.lanes.submit(lane, lambda: enrich_media(services, message, stored_id, adapter))
+    async def _run_command(self, stored: Stored, command: Command) -> None:
+        message, adapter = stored.delivery.message, stored.delivery.adapter
         target = ReplyTarget.for_message(message)
-        self.compactions.after_store(session, delivery.settings, adapter, target)
-        if delivery.addressed:
-            question = Question(message, adapter, session.id, result.message_id, delivery.settings)
-            await self.turns.answer(question, lane)
-
-    async def _run_command(self, delivery: Delivery, session: SessionRecord, lane: str) -> None:
-        message, adapter = delivery.message, delivery.adapter
-        target = ReplyTarget.for_message(message)
+        lane = stored.lane
 
         async def report(text: str) -> None:
             await self.turns.report(lane, adapter, target, text)
 
-        assert delivery.command is not None
-        ctx = CommandContext(message, adapter, self, session.id, delivery.settings, report)
+        settings = stored.delivery.settings
+        ctx = CommandContext(message, adapter, self, stored.session.id, settings, report)
         try:
-            replies = await run_command(delivery.command, ctx)
+            replies = await run_command(command, ctx)
         except Exception:
             log.exception("command failed (chat=%s)", message.chat_key)
             replies = [COMMAND_FAILED]
         await self.turns.queue_replies(lane, adapter, target, replies)
 
-    async def _refuse_chat(self, message: InboundMessage, adapter: Adapter) -> None:
+    async def _refuse_chat(self, arrival: Arrival) -> None:
+        message, adapter = arrival.message, arrival.adapter
         # Only an addressed message uses up the one notice: group chatter seen first must not
         # leave the chat without ever being told.
         if not message.addressed:
@@ -224,6 +218,9 @@ class Gateway:
 
     async def is_admin(self, message: InboundMessage, adapter: Adapter) -> bool:
         return await self.answers.is_admin(message, adapter)
+
+    async def _author_is_admin(self, arrival: Arrival) -> bool:
+        return await self.answers.is_admin(arrival.message, arrival.adapter)
 
     async def _say(self, adapter: Adapter, target: ReplyTarget, text: str) -> None:
         said = await self.answers.languages.localized(target.chat_key, text)

@@ -1,26 +1,45 @@
-"""The ordered ingress's small steps, each testable alone (aiogram 3's middlewares).
+"""The ordered ingress as a forward chain, like aiogram 3's middlewares: each step receives
+the update and the next step, and either passes the update on or ends its journey there.
 
-`Gateway.ingest` runs them in this order for every update: allow-list (pure, before anything
-is written: a chat the operator has not allowed leaves no trace), settings and session, then
-dedup + chat upsert + store in one transaction, then limits for what will be answered.
+`Gateway` links them in this order: allow-list (pure, before anything is written: a chat the
+operator has not allowed leaves no trace), settings and session, then dedup + chat upsert +
+store in one transaction; what follows the store (commands, files, answers) is linked after.
 """
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import Awaitable, Callable, Iterable
+import logging
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
+from typing import TypeVar
 
 from compactbot.bot.commands.router import Command, ignored_command, parse_command
 from compactbot.bot.events import Adapter, InboundMessage
 from compactbot.bot.ingress.activation import activated
-from compactbot.bot.ingress.inbound_text import transcript_text
+from compactbot.bot.ingress.inbound_text import reply_quote, transcript_text
+from compactbot.bot.operators.metrics import Metrics
+from compactbot.bot.services import Services
 from compactbot.bot.settings.chat_settings import ChatSettings
-from compactbot.bot.store.base import IngestItem, NewMessage
+from compactbot.bot.store.base import IngestItem, NewMessage, SessionRecord
+from compactbot.bot.store.write_batcher import BatchedIngest
+from compactbot.bot.turns.lanes import lane_key
 from compactbot.compression.features import states_rule
 from compactbot.compression.tokens import TokenCounter
 
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+Next = Callable[[T], Awaitable[None]]
+
 ALLOW_EVERY_CHAT = "*"
+
+
+@dataclass(frozen=True, slots=True)
+class Arrival:
+    """An update as it reaches the ingress, its text unable to forge a summary."""
+
+    message: InboundMessage
+    adapter: Adapter
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,7 +55,20 @@ class Delivery:
     item: IngestItem
 
 
-def allowed(chat_key: str, allowed_chats: tuple[str, ...] | list[str]) -> bool:
+@dataclass(frozen=True, slots=True)
+class Stored:
+    """A delivery after its transaction committed: its session and row (None: nothing stored)."""
+
+    delivery: Delivery
+    session: SessionRecord
+    message_id: int | None
+
+    @property
+    def lane(self) -> str:
+        return lane_key(self.session.chat_key, self.session.scope_user)
+
+
+def allowed(chat_key: str, allowed_chats: Sequence[str]) -> bool:
     """The allow-list: a chat, or any thread under it; the local console is always allowed."""
     if ALLOW_EVERY_CHAT in allowed_chats or chat_key.startswith("console:"):
         return True
@@ -121,65 +153,86 @@ def deliver(
     return Delivery(message, adapter, settings, command, addressed and row is not None, item)
 
 
-class ChatOrder:
-    """Per-chat mutual exclusion for the ingress, so concurrent callers cannot interleave one
-    chat's updates between a command's commit and its effect. Idle chats hold no lock object."""
+class KnownChats:
+    """Chats whose row already says what an update says of them, so it is not rewritten."""
+
+    MAX = 100_000
 
     def __init__(self) -> None:
-        # Per chat in use: its lock and how many callers hold or wait for it.
-        self._chats: dict[str, _ChatLock] = {}
+        self._chats: set[tuple[str, str | None, str | None, bool]] = set()
 
-    @property
-    def chats_in_use(self) -> int:
-        return len(self._chats)
+    def knows(self, message: InboundMessage) -> bool:
+        return _chat_of(message) in self._chats
 
-    def holding(self, chat_keys: Iterable[str]) -> _Holding:
-        # Sorted, so two batches that share chats always take their locks in the same order.
-        return _Holding(self._chats, sorted(set(chat_keys)))
-
-
-@dataclass(slots=True)
-class _ChatLock:
-    lock: asyncio.Lock
-    users: int = 0
+    def add(self, message: InboundMessage) -> None:
+        if len(self._chats) >= self.MAX:
+            self._chats.clear()
+        self._chats.add(_chat_of(message))
 
 
-class _Holding:
-    """`async with`: every key's lock, taken in order; a class, not a generator, since it is
-    entered once per inbound update."""
+def _chat_of(message: InboundMessage) -> tuple[str, str | None, str | None, bool]:
+    return (message.chat_key, message.chat_title, message.parent_chat_key, message.is_group)
 
-    __slots__ = ("_chats", "_held", "_keys")
 
-    def __init__(self, chats: dict[str, _ChatLock], keys: list[str]) -> None:
-        self._chats = chats
-        self._keys = keys
-        self._held: list[_ChatLock] = []
+def allow_list(
+    allowed_chats: Sequence[str], refuse: Next[Arrival], next_step: Next[Arrival]
+) -> Next[Arrival]:
+    """Step 1: a chat the operator allowed goes on; any other is refused before any write."""
 
-    async def __aenter__(self) -> None:
-        chats = self._chats
-        wanted = []
-        for key in self._keys:
-            chat = chats.get(key)
-            if chat is None:
-                chat = chats[key] = _ChatLock(asyncio.Lock())
-            chat.users += 1
-            wanted.append(chat)
-        try:
-            for chat in wanted:
-                await chat.lock.acquire()
-                self._held.append(chat)
-        except BaseException:
-            self._release()
-            raise
+    async def step(arrival: Arrival) -> None:
+        if allowed(arrival.message.chat_key, allowed_chats):
+            await next_step(arrival)
+        else:
+            await refuse(arrival)
 
-    async def __aexit__(self, *exc_info: object) -> None:
-        self._release()
+    return step
 
-    def _release(self) -> None:
-        for chat in self._held:
-            chat.lock.release()
-        for key in self._keys:
-            chat = self._chats[key]
-            chat.users -= 1
-            if not chat.users:
-                del self._chats[key]
+
+def settle(
+    services: Services,
+    known: KnownChats,
+    is_admin: Callable[[Arrival], Awaitable[bool]],
+    queued_with: Callable[[Delivery], Delivery],
+    next_step: Next[Delivery],
+) -> Next[Arrival]:
+    """Step 2, settings and session: what to store, where, and whether it will be answered;
+    `queued_with` lets a durable turn queue add the message's turn to the same transaction."""
+
+    async def step(arrival: Arrival) -> None:
+        message = arrival.message
+        settings = await services.settings_for(message.chat_key, message.parent_chat_key)
+        # A reply brings the message it answers, found in the archive if compacted long ago.
+        quote = await reply_quote(services.revisions, message) if message.reply_to else None
+        admin = await author_admin(message, lambda: is_admin(arrival))
+        delivery = deliver(
+            message,
+            arrival.adapter,
+            settings,
+            services.counter,
+            known_chat=known.knows(message),
+            quote=quote,
+            author_admin=admin,
+        )
+        await next_step(queued_with(delivery))
+
+    return step
+
+
+def store(
+    ingests: BatchedIngest, known: KnownChats, metrics: Metrics, next_step: Next[Stored]
+) -> Next[Delivery]:
+    """Step 3, dedup and store: one transaction (shared with other chats' updates arriving
+    together); a duplicate update ends here."""
+
+    async def step(delivery: Delivery) -> None:
+        [result] = await ingests.ingest([delivery.item])
+        message = delivery.message
+        if result.duplicate:
+            log.info("duplicate update ignored (chat=%s)", message.chat_key)
+            return
+        assert result.session is not None  # set for every item that is not a duplicate
+        known.add(message)
+        metrics.message_received(message.platform, message.chat_key)
+        await next_step(Stored(delivery, result.session, result.message_id))
+
+    return step

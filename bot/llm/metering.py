@@ -1,7 +1,8 @@
 """Every model call metered and bounded (SPEC 17): one check before it, one record after it.
 
 Whoever makes a model call on a chat's behalf names the spender (`spending_for`); the wrapped
-clients below read it, refuse the call when a daily budget is spent, and record what it cost.
+clients below read it, refuse the call when a daily budget is spent, time it into the metrics,
+and record what it cost.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ import contextlib
 import datetime as dt
 import logging
 from collections.abc import Awaitable, Callable, Iterator
+from contextlib import AbstractContextManager
 from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol, cast
@@ -179,6 +181,10 @@ class Meter:
             raise BudgetExhausted(exhausted)
         return spender
 
+    def timed(self, purpose: Literal["reply", "summary"]) -> AbstractContextManager[None]:
+        """Time one model call into the metrics; an exception counts it as an error."""
+        return self._metrics.llm_timer(purpose)
+
     async def record(self, spender: Spender | None, prompt: int, completion: int) -> None:
         if spender is None:
             return
@@ -212,7 +218,8 @@ class MeteredLLM:
         model: str | None = None,
     ) -> LLMResponse:
         spender = await self.meter.check()
-        response = await self._inner.complete(messages, tools=tools, model=model)
+        with self.meter.timed("reply"):
+            response = await self._inner.complete(messages, tools=tools, model=model)
         await self.meter.record(spender, response.prompt_tokens, response.completion_tokens)
         return response
 
@@ -233,7 +240,10 @@ class MeteredStreamingLLM(MeteredLLM):
         model: str | None = None,
     ) -> LLMResponse:
         spender = await self.meter.check()
-        response = await self._streaming.stream(messages, on_text=on_text, tools=tools, model=model)
+        with self.meter.timed("reply"):
+            response = await self._streaming.stream(
+                messages, on_text=on_text, tools=tools, model=model
+            )
         await self.meter.record(spender, response.prompt_tokens, response.completion_tokens)
         return response
 
@@ -260,7 +270,8 @@ class MeteredSummarizer:
             raise SummaryBudgetExhausted(str(exc)) from exc
         self._calls.clear()
         try:
-            return await self._inner.summarize(request)
+            with self._meter.timed("summary"):
+                return await self._inner.summarize(request)
         finally:
             # A summary may take several calls (a fallback model); each one was paid for.
             for prompt, completion in self._calls:

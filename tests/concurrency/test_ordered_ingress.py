@@ -59,12 +59,10 @@ async def test_new_then_a_message_puts_the_message_in_the_new_session(tmp_path: 
             group_message("the project is called Nimbus", addressed=False), adapter
         )
         old = await store.active_session(CHAT)
-        # Both arrive before the first is handled in any lane: one batch, in arrival order.
-        await app.gateway.ingest(
-            [
-                (group_message("/new"), adapter),
-                (group_message("<<mq>> @bot what is the project called?"), adapter),
-            ]
+        # Both arrive at once (two webhook connections): the chat's order is their arrival's.
+        await asyncio.gather(
+            app.gateway.handle(group_message("/new"), adapter),
+            app.gateway.handle(group_message("<<mq>> @bot what is the project called?"), adapter),
         )
         await app.gateway.join()
         new = await store.active_session(CHAT)

@@ -50,13 +50,8 @@ async def next_job(inbox: PostgresInbox) -> InboxJob:
 
 async def test_new_then_a_question_puts_the_question_in_the_new_session(app: App) -> None:
     adapter = RecordingAdapter(admins={"alice"})
-    await app.gateway.ingest(
-        [
-            (group_message("@bot first question", author="Alice"), adapter),
-            (group_message("/new", author="Alice"), adapter),
-            (group_message("@bot second question", author="Alice"), adapter),
-        ]
-    )
+    for text in ("@bot first question", "/new", "@bot second question"):
+        await app.gateway.handle(group_message(text, author="Alice"), adapter)
     inbox = inbox_of(app)
     first = await next_job(inbox)
     assert first.kind == "turn"
@@ -75,7 +70,7 @@ async def test_new_then_a_question_puts_the_question_in_the_new_session(app: App
 
 async def answered(app: App, adapter: Adapter) -> tuple[PostgresStore, dict[str, Adapter]]:
     """A question asked and answered by a worker: its reply waits in the outbox."""
-    await app.gateway.ingest([(group_message("@bot hello there"), adapter)])
+    await app.gateway.handle(group_message("@bot hello there"), adapter)
     gateway = app.gateway
     store = app.services.store
     assert isinstance(gateway, DurableGateway) and isinstance(store, PostgresStore)
@@ -169,7 +164,8 @@ async def test_a_compaction_notice_goes_through_the_outbox(app: App) -> None:
     notes = [
         group_message(f"short note {i}", author=f"m{i % 8}", addressed=False) for i in range(45)
     ]
-    await app.gateway.ingest([(note, adapter) for note in notes])
+    for note in notes:
+        await app.gateway.handle(note, adapter)
     await app.gateway.join()
     events = await store.list_compression_events(chat_key="test:g1")
     assert [e.outcome for e in events] == ["compressed"]

@@ -6,9 +6,9 @@ import asyncio
 import dataclasses
 from pathlib import Path
 
+from compactbot.bot.ingress.chat_order import ChatOrder
 from compactbot.bot.ingress.limits import RateLimiter, member_key
 from compactbot.bot.ingress.steps import (
-    ChatOrder,
     allowed,
     author_admin,
     deliver,

@@ -93,3 +93,28 @@ async def test_a_spent_budget_refuses_the_call_and_says_when_it_resets(tmp_path:
         assert refused.value.exhausted.seconds_left == 90 * 60
         with spending_for("test:other", "bob", "reply"):
             await llm.complete([{"role": "user", "content": "hi"}])  # another chat's budget
+
+
+async def test_each_call_is_timed_by_purpose_and_outcome_in_the_metrics(tmp_path: Path) -> None:
+    async with SqliteStore(tmp_path / "m.db", clock=lambda: NOW) as store:
+        await store.upsert_chat("test:g1", "test")
+        metrics = Metrics()
+        meter = Meter(store, clock=lambda: NOW, metrics=metrics)
+        meter.budgets = budgets
+        llm = metered(OfflineModel(), meter)
+        summarizer = metered_summarizers(TwoCallSummarizer, meter)(lambda *call: None)
+        assert summarizer is not None
+        with spending_for("test:g1", None, "reply"):
+            await llm.complete([{"role": "user", "content": "hi"}])
+            await summarizer.summarize(REQUEST)  # 1,000 + 40 tokens: the budget is spent
+            with pytest.raises(BudgetExhausted):  # refused before the call: not timed
+                await llm.complete([{"role": "user", "content": "hi"}])
+
+        def observed(purpose: str, outcome: str) -> float:
+            value = metrics.registry.get_sample_value(
+                "compactbot_llm_request_seconds_count", {"purpose": purpose, "outcome": outcome}
+            )
+            return value or 0.0
+
+        assert (observed("reply", "ok"), observed("summary", "ok")) == (1.0, 1.0)
+        assert observed("reply", "error") == 0.0
