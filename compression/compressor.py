@@ -319,6 +319,7 @@ class ContextCompressor(ContextEngine):
             # -1: no provider count for the shrunk transcript yet (Hermes #36718).
             last_prompt_tokens=-1,
             verdict_pending=not breaker.is_ineffective(savings),
+            memory_need_tokens=summary.memory_need,
         )
         if breaker.is_ineffective(savings):
             state = breaker.record_strike(state, now)

@@ -77,19 +77,25 @@ def render_memory(
     return _rendered(items, budget_tokens, count_tokens, unavailable, max_chars, pins)
 
 
-def must_show_tokens(
-    memory: Memory, *, count_tokens: Callable[[str], int], pins: Sequence[str] = ()
-) -> int:
-    """The budget that shows the pins and every must-show entry, as `render_memory` counts."""
+def must_show_tokens(memory: Memory, *, count_tokens: Callable[[str], int]) -> int:
+    """The budget that shows every must-show entry, as `render_memory` counts; the pins'
+    section adds `pins_tokens` (pins never share a heading with an entry)."""
     items = ordered_items(memory)
-    fixed = _body([], UNAVAILABLE_NOTE, pins, hidden=len(items))  # the longer note
-    headings = {t.HEADING_PINS} if pins else set()
+    fixed = _body([], UNAVAILABLE_NOTE, (), hidden=len(items))  # the longer note
+    headings: set[str] = set()
     need = count_tokens(fixed)
     for item in items:
         if item.tier < MUST_SHOW_TIERS:
             need += _cost(item, item.heading not in headings, count_tokens)
             headings.add(item.heading)
     return need
+
+
+def pins_tokens(pins: Sequence[str], *, count_tokens: Callable[[str], int]) -> int:
+    """What the pins' section adds to the summary."""
+    if not pins:
+        return 0
+    return count_tokens("\n".join(["", t.HEADING_PINS, *t.pin_lines(pins)]))
 
 
 def utf8_bytes(text: str) -> int:

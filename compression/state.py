@@ -25,3 +25,6 @@ class CompressorState:
     last_prompt_tokens: int = 0
     # A compaction completed and the next real prompt count decides whether it was effective.
     verdict_pending: bool = False
+    # What the memory's must-show entries need in the summary (pins apart), as of the last
+    # compaction: /status and the console read this, never the whole memory.
+    memory_need_tokens: int = 0

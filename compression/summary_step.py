@@ -18,7 +18,12 @@ from compactbot.compression.fold_inputs import (
     reread_span,
 )
 from compactbot.compression.memory import Memory
-from compactbot.compression.memory_render import Rendered, must_show_tokens, render_memory
+from compactbot.compression.memory_render import (
+    Rendered,
+    must_show_tokens,
+    pins_tokens,
+    render_memory,
+)
 from compactbot.compression.result import Outcome
 from compactbot.compression.state import CompressorState
 from compactbot.compression.summarizer import Summarizer
@@ -59,6 +64,7 @@ class Summary:
     memory: Memory | None = None
     rendered: Rendered | None = None
     render: Callable[[int], Rendered] | None = None  # the same memory within another budget
+    memory_need: int = 0  # what its must-show entries need, pins apart
 
 
 async def summarise(
@@ -83,9 +89,8 @@ async def summarise(
     count = counter.count_text
 
     # Sized for the memory, not for the span just compacted (SPEC 6.11).
-    need = await asyncio.to_thread(
-        must_show_tokens, folded_memory, count_tokens=count, pins=step.pins
-    )
+    memory_need = await asyncio.to_thread(must_show_tokens, folded_memory, count_tokens=count)
+    need = memory_need + pins_tokens(step.pins, count_tokens=count)
 
     def render_within(max_chars: int | None) -> Callable[[int], Rendered]:
         def render(room: int) -> Rendered:
@@ -108,7 +113,8 @@ async def summarise(
         # entries need more: those are never shed; the memory cap bounds them instead.
         render = render_within(None)
         rendered = await asyncio.to_thread(render, room)
-    return Summary(folded.outcome, folded.error, folded_memory, rendered, render), state
+    summary = Summary(folded.outcome, folded.error, folded_memory, rendered, render, memory_need)
+    return summary, state
 
 
 async def _fold(

@@ -117,7 +117,7 @@ async def _status(args: str, ctx: CommandContext) -> list[str]:
     events = await services.compaction_events.list_compression_events(chat_key=chat_key, limit=20)
     last = next((e for e in events if e.outcome in ("compressed", "fallback")), None)
     memory = await transcript.load_memory(session.id)
-    over_cap = await memory_over_cap(services, ctx.settings, memory, chat_key)
+    over_cap = await memory_over_cap(services, ctx.settings, session)
     return [
         status_text(
             session,

@@ -5,13 +5,12 @@
 
 from __future__ import annotations
 
-import asyncio
 from dataclasses import dataclass
 
 from compactbot.bot.services import Services
 from compactbot.bot.settings.chat_settings import ChatSettings
-from compactbot.compression import Memory
-from compactbot.compression.memory_render import must_show_tokens
+from compactbot.bot.store.base import SessionRecord
+from compactbot.compression.memory_render import pins_tokens
 
 
 @dataclass(frozen=True, slots=True)
@@ -23,14 +22,16 @@ class MemoryOverCap:
 
 
 async def memory_over_cap(
-    services: Services, settings: ChatSettings, memory: Memory, chat_key: str
+    services: Services, settings: ChatSettings, session: SessionRecord
 ) -> MemoryOverCap | None:
     """The overflow when the chat's pins and the memory's rules, preferences and open actions
-    need more than the summary's cap (`compression.memory_cap_ratio`), else None."""
-    pins = [pin.text for pin in await services.pins.list_pins(chat_key)]
-    # Tokenizing a large memory is CPU work: off the event loop (SPEC 17).
-    need = await asyncio.to_thread(
-        must_show_tokens, memory, count_tokens=services.counter.count_text, pins=pins
-    )
+    need more than the summary's cap (`compression.memory_cap_ratio`), else None.
+
+    The memory's part is the one its last compaction measured (the memory changes only then),
+    so a page of many chats reads no memory; the pins, which change any time, are counted now.
+    """
+    pins = [pin.text for pin in await services.pins.list_pins(session.chat_key)]
+    memory_need = session.compressor.memory_need_tokens
+    need = memory_need + pins_tokens(pins, count_tokens=services.counter.count_text)
     cap = services.compaction_settings(settings).memory_cap_tokens
     return MemoryOverCap(need, cap) if need > cap else None

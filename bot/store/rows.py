@@ -34,6 +34,7 @@ STATE_COLUMNS: tuple[str, ...] = (
     "failure_streak",
     "last_prompt_tokens",
     "verdict_pending",
+    "memory_need_tokens",
 )
 
 MESSAGE_COLUMNS = (
@@ -147,6 +148,7 @@ def session_from_row(row: Row) -> SessionRecord:
         failure_streak=row["failure_streak"],
         last_prompt_tokens=row["last_prompt_tokens"],
         verdict_pending=bool(row["verdict_pending"]),
+        memory_need_tokens=row["memory_need_tokens"],
     )
     return SessionRecord(
         id=row["id"],

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from compactbot.bot.app import App
+from compactbot.bot.compaction.memory_cap import memory_over_cap
 from tests.compression.scripted import FakeClock
 from tests.concurrency.rig import CHAT, GatedLLM, GatedSummarizer, running
 from tests.harness import RecordingAdapter, group_message
@@ -45,3 +46,37 @@ async def test_the_memory_cap_is_an_operator_setting(tmp_path: Path) -> None:
         for i in range(400):
             await app.services.store.add_pin(CHAT, f"Rule {i}: the crate {i} waits for Grace.", "a")
         assert "over the summary's cap of 5,000" in await _status(app, RecordingAdapter())
+
+
+async def test_rules_kept_by_a_compaction_are_measured_then_and_pins_counted_live(
+    tmp_path: Path,
+) -> None:
+    # An 8K window: the cap is the summary's 2,000-token floor, which 150 rules outgrow.
+    sections = {"model": {"context_length": 8_000}, "compression": {"memory_cap_ratio": 0.1}}
+    summarizer = GatedSummarizer()
+    summarizer.release.set()
+    async with running(
+        tmp_path, llm=GatedLLM(), summarizer=summarizer, clock=FakeClock(), sections=sections
+    ) as app:
+        adapter = RecordingAdapter(admins={"alice"})
+        for i in range(150):
+            rule = f"Never ship crate {i} before the signed customs form for it reaches Grace."
+            await app.gateway.handle(group_message(rule, addressed=False), adapter)
+        for i in range(50):
+            chatter = f"Lunch talk {i}: the canteen had soup again, the queue went out the door "
+            chatter += "past the noticeboard where somebody pinned a poster about the summer party."
+            await app.gateway.handle(group_message(chatter, addressed=False), adapter)
+        await app.gateway.handle(group_message("/compress"), adapter)
+        await app.gateway.join()
+        store = app.services.store
+        session = await store.active_session(CHAT)
+        # Measured by the compaction that kept the rules, and kept with the compressor state.
+        settings = await app.services.settings_for(CHAT)
+        assert app.services.compaction_settings(settings).memory_cap_tokens == 2_000
+        assert session.compressor.memory_need_tokens > 2_000
+        assert "over the summary's cap of 2,000" in await _status(app, adapter)
+        measured = await memory_over_cap(app.services, settings, session)
+        assert measured is not None
+        await store.add_pin(CHAT, "The customs broker is Hallam & Sons, 14 Dock Road.", "alice")
+        pinned = await memory_over_cap(app.services, settings, session)
+        assert pinned is not None and pinned.need > measured.need

@@ -316,6 +316,12 @@ UPDATE messages SET author_admin = 1 WHERE author_id IS NOT NULL AND session_id 
     (SELECT s.id FROM sessions s JOIN chats c ON c.key = s.chat_key WHERE c.is_group = 0);
 """
 
+# What the memory's must-show entries need, kept with the compressor state (SQLite 18); 0 until
+# the session's next compaction.
+_SCHEMA_V18 = """
+ALTER TABLE sessions ADD COLUMN memory_need_tokens INTEGER NOT NULL DEFAULT 0;
+"""
+
 
 @dataclass(frozen=True, slots=True)
 class Migration:
@@ -342,5 +348,6 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(15, "compaction cost; threads by parent", _SCHEMA_V15),
     Migration(16, "authors of memory entries", _SCHEMA_V16),
     Migration(17, "whether an author was an admin", _SCHEMA_V17),
+    Migration(18, "the memory's must-show need", _SCHEMA_V18),
 )
 LATEST_VERSION = MIGRATIONS[-1].version

@@ -103,5 +103,5 @@ async def chat_page(
         more_events=len(events) > page.end,
         pins=await store.list_pins(chat.key),
         memory_counts=memory.counts(),
-        over_cap=await memory_over_cap(services, settings, memory, chat.key),
+        over_cap=await memory_over_cap(services, settings, session) if session else None,
     )

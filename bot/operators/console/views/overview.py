@@ -18,7 +18,6 @@ from compactbot.bot.operators.console.views.gauge import (
 )
 from compactbot.bot.operators.console.views.paging import Page
 from compactbot.bot.store.base import ChatRecord, CompressionEvent
-from compactbot.compression import Memory
 
 CHATS_PER_PAGE = 25
 # The newest events read to find the last compaction that changed something.
@@ -79,7 +78,6 @@ async def chat_line(deps: ConsoleDeps, chat: ChatRecord) -> ChatLine:
     now = deps.now()
     today = utc_day(now)
     events = await store.list_compression_events(chat_key=chat.key, limit=RECENT_EVENTS)
-    memory = await store.load_memory(session.id) if session is not None else Memory()
     return ChatLine(
         chat=chat,
         gauge=gauge_for(
@@ -96,5 +94,5 @@ async def chat_line(deps: ConsoleDeps, chat: ChatRecord) -> ChatLine:
         # As the budget counts it: a chat's threads and forum topics spend from it too.
         today_tokens=(await store.day_spend(chat.key, None, today, total=False)).chat,
         daily_budget=settings.daily_token_budget,
-        over_cap=await memory_over_cap(services, settings, memory, chat.key),
+        over_cap=await memory_over_cap(services, settings, session) if session else None,
     )
