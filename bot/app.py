@@ -172,7 +172,6 @@ class App:
         if self.config.console.enabled:
             console = await console_for(
                 self.services,
-                self.services.store,
                 self.readiness,
                 self.model,
                 self.gateway.settings_changed,

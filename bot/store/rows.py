@@ -1,5 +1,6 @@
-"""Translation between store records and SQLite rows (JSON columns, booleans, NULL user ids);
-the PostgreSQL store reads its rows back through them too."""
+"""Translation between store records and database rows (JSON columns, booleans, NULL user ids),
+shared by both backends: records are read back the same way; SQLite writes these parameters,
+PostgreSQL its own (`postgres/rows.py`) where its types differ."""
 
 from __future__ import annotations
 

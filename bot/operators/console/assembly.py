@@ -7,7 +7,7 @@ from collections.abc import Awaitable, Callable
 from aiohttp import web
 
 from compactbot.bot.operators.console.auth import OperatorTokens
-from compactbot.bot.operators.console.deps import ConsoleDeps, ConsoleStore, ModelFacts
+from compactbot.bot.operators.console.deps import ConsoleDeps, ModelFacts
 from compactbot.bot.operators.console.sessions import SignIn
 from compactbot.bot.operators.console.web import console_app
 from compactbot.bot.operators.doctor_report import Finding, skip
@@ -25,7 +25,6 @@ class ConsoleUnavailable(StoreError):
 
 async def console_for(
     services: Services,
-    store: ConsoleStore,
     readiness: Readiness,
     model: ModelFacts,
     settings_changed: Callable[[str], Awaitable[None]],
@@ -33,13 +32,12 @@ async def console_for(
 ) -> web.Application:
     records = services.console_records
     if records is None:
-        raise ConsoleUnavailable(f"{type(store).__name__} keeps no console sessions or audit log")
+        raise ConsoleUnavailable("the configured store keeps no console sessions or audit log")
     config = services.config
     tokens = OperatorTokens.from_config(config.console)
     sign_in = SignIn(records, services.shared_limits, tokens, config.console, services.clock)
     deps = ConsoleDeps(
         services=services,
-        store=store,
         records=records,
         sign_in=sign_in,
         readiness=readiness,

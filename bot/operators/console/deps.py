@@ -11,32 +11,7 @@ from compactbot.bot.operators.doctor_report import Finding
 from compactbot.bot.operators.health import Readiness
 from compactbot.bot.services import Services
 from compactbot.bot.settings.config import Config
-from compactbot.bot.store.chat_store import ChatStore
 from compactbot.bot.store.console_records import AuditEntry, ConsoleRecords
-from compactbot.bot.store.event_store import CompressionEventStore
-from compactbot.bot.store.forget_store import ForgetStore
-from compactbot.bot.store.pin_store import PinStore
-from compactbot.bot.store.session_store import SessionStore
-from compactbot.bot.store.settings_store import SettingsStore
-from compactbot.bot.store.shared_limits import SharedLimits
-from compactbot.bot.store.transcript_store import TranscriptReads
-from compactbot.bot.store.usage_store import UsageStore
-
-
-class ConsoleStore(
-    ChatStore,
-    SessionStore,
-    TranscriptReads,
-    PinStore,
-    CompressionEventStore,
-    UsageStore,
-    SettingsStore,
-    ForgetStore,
-    SharedLimits,
-    Protocol,
-):
-    """What the pages show, and what they change through this store: settings, and the
-    forgetting a purge asks for."""
 
 
 class ModelFacts(Protocol):
@@ -54,9 +29,8 @@ class ModelFacts(Protocol):
 
 @dataclass(frozen=True, slots=True)
 class ConsoleDeps:
+    # The pages read and change the store through its views (`services.transcript`, …).
     services: Services
-    # The one store, as what the pages read and change (bot.app hands it in).
-    store: ConsoleStore
     records: ConsoleRecords
     sign_in: SignIn
     readiness: Readiness

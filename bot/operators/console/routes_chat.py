@@ -90,7 +90,9 @@ async def chat_search(request: web.Request) -> web.StreamResponse:
     more = False
     if query and shown.start < MAX_SEARCH_LIMIT:
         # The store returns the newest matches first, at most MAX_SEARCH_LIMIT of them.
-        found = await deps.store.search(chat.key, query, limit=min(shown.end + 1, MAX_SEARCH_LIMIT))
+        found = await deps.services.transcript.search(
+            chat.key, query, limit=min(shown.end + 1, MAX_SEARCH_LIMIT)
+        )
         hits = found[shown.start : shown.end]
         more = len(found) > shown.end
     return page(
@@ -99,7 +101,7 @@ async def chat_search(request: web.Request) -> web.StreamResponse:
         chat=chat,
         query=query,
         hits=hits,
-        rows=await rows_of_hits(deps.store, hits),
+        rows=await rows_of_hits(deps.services.transcript, hits),
         shown=shown,
         more=more,
         tab="search",

@@ -49,7 +49,7 @@ class ChatPage:
 
 
 async def chat_or_404(deps: ConsoleDeps, chat_key: str) -> ChatRecord:
-    chat = await deps.store.get_chat(chat_key)
+    chat = await deps.services.chats.get_chat(chat_key)
     if chat is None:
         raise ChatNotFound(chat_key)
     return chat
@@ -67,23 +67,25 @@ def pick_session(sessions: list[SessionRecord], wanted: str | None) -> SessionRe
 async def chat_page(
     deps: ConsoleDeps, chat_key: str, *, session_id: str | None, events_page: int
 ) -> ChatPage:
-    store, services = deps.store, deps.services
+    services = deps.services
     chat = await chat_or_404(deps, chat_key)
-    sessions = await store.list_sessions(chat.key)
+    sessions = await services.sessions.list_sessions(chat.key)
     session = pick_session(sessions, session_id)
     settings = await services.settings_for(chat.key)
     page = Page(events_page, EVENTS_PER_PAGE)
     # The store pages from the newest; one more row than shown says whether another page exists.
-    events = await store.list_compression_events(chat_key=chat.key, limit=page.end + 1)
+    events = await services.compaction_events.list_compression_events(
+        chat_key=chat.key, limit=page.end + 1
+    )
     summary: list[SummaryRow] = []
     memory = Memory()
     if session is not None:
         summary = [
             SummaryRow(m.role, m.text, m.tokens)
-            for m in await store.load_active(session.id)
+            for m in await services.transcript.load_active(session.id)
             if m.kind == "summary"
         ]
-        memory = await store.load_memory(session.id)
+        memory = await services.transcript.load_memory(session.id)
     return ChatPage(
         chat=chat,
         sessions=sessions,
@@ -96,12 +98,12 @@ async def chat_page(
             max_tokens=deps.config.model.max_tokens,
         ),
         breaker=breaker_for(session, deps.now()),
-        archived_messages=await store.count_archived(chat.key),
+        archived_messages=await services.transcript.count_archived(chat.key),
         summary=summary,
         events=events[page.start : page.end],
         events_page=page,
         more_events=len(events) > page.end,
-        pins=await store.list_pins(chat.key),
+        pins=await services.pins.list_pins(chat.key),
         memory_counts=memory.counts(),
         over_cap=await memory_over_cap(services, settings, session) if session else None,
     )

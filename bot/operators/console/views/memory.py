@@ -36,12 +36,12 @@ async def memory_page(
     page_number: int,
 ) -> MemoryPage:
     chat = await chat_or_404(deps, chat_key)
-    sessions = await deps.store.list_sessions(chat.key)
+    sessions = await deps.services.sessions.list_sessions(chat.key)
     session = pick_session(sessions, session_id)
     kind = kind if kind in ENTRY_KINDS else None
     entries: list[MemoryEntry] = []
     if session is not None:
-        memory = await deps.store.load_memory(session.id)
+        memory = await deps.services.transcript.load_memory(session.id)
         entries = [e for e in memory.entries if show_superseded or e.shown]
     counts: dict[str, int] = {k: n for k in ENTRY_KINDS if (n := sum(e.kind == k for e in entries))}
     chosen = [e for e in entries if kind is None or e.kind == kind]
@@ -77,16 +77,16 @@ async def sources_page(
 ) -> SourcesPage:
     """The archived (or still live) messages a memory entry was made from."""
     chat = await chat_or_404(deps, chat_key)
-    sessions = await deps.store.list_sessions(chat.key)
+    sessions = await deps.services.sessions.list_sessions(chat.key)
     session = pick_session(sessions, session_id)
     if session is None or session.chat_key != chat.key or not _number(entry_id):
         raise EntryNotFound(entry_id)
-    memory = await deps.store.load_memory(session.id)
+    memory = await deps.services.transcript.load_memory(session.id)
     entry = next((e for e in memory.entries if str(e.id) == entry_id), None)
     if entry is None:
         raise EntryNotFound(entry_id)
     ids = [int(s) for s in entry.sources[:MAX_SOURCES_SHOWN] if _number(s)]
-    messages = await deps.store.load_messages(session.id, ids)
+    messages = await deps.services.transcript.load_messages(session.id, ids)
     return SourcesPage(chat, session, entry, messages, missing=len(entry.sources) - len(messages))
 
 

@@ -58,8 +58,8 @@ class Overview:
 
 async def visible_chats(deps: ConsoleDeps, viewer: Viewer) -> list[ChatRecord]:
     if viewer.operator:
-        return await deps.store.list_chats()
-    chat = await deps.store.get_chat(viewer.chat_key or "")
+        return await deps.services.chats.list_chats()
+    chat = await deps.services.chats.get_chat(viewer.chat_key or "")
     return [chat] if chat is not None else []
 
 
@@ -72,12 +72,14 @@ async def overview(deps: ConsoleDeps, viewer: Viewer, page_number: int) -> Overv
 
 
 async def chat_line(deps: ConsoleDeps, chat: ChatRecord) -> ChatLine:
-    store, services = deps.store, deps.services
+    services = deps.services
     settings = await services.settings_for(chat.key)
-    session = main_session(await store.list_sessions(chat.key))
+    session = main_session(await services.sessions.list_sessions(chat.key))
     now = deps.now()
     today = utc_day(now)
-    events = await store.list_compression_events(chat_key=chat.key, limit=RECENT_EVENTS)
+    events = await services.compaction_events.list_compression_events(
+        chat_key=chat.key, limit=RECENT_EVENTS
+    )
     return ChatLine(
         chat=chat,
         gauge=gauge_for(
@@ -88,11 +90,13 @@ async def chat_line(deps: ConsoleDeps, chat: ChatRecord) -> ChatLine:
             max_tokens=deps.config.model.max_tokens,
         ),
         active_messages=session.active_messages if session is not None else 0,
-        archived_messages=await store.count_archived(chat.key),
+        archived_messages=await services.transcript.count_archived(chat.key),
         last_compaction=next((e for e in events if e.outcome in CHANGED_OUTCOMES), None),
         breaker=breaker_for(session, now),
         # As the budget counts it: a chat's threads and forum topics spend from it too.
-        today_tokens=(await store.day_spend(chat.key, None, today, total=False)).chat,
+        today_tokens=(
+            await services.shared_limits.day_spend(chat.key, None, today, total=False)
+        ).chat,
         daily_budget=settings.daily_token_budget,
         over_cap=await memory_over_cap(services, settings, session) if session else None,
     )

@@ -11,10 +11,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from compactbot.bot.operators.console.deps import ConsoleDeps, ConsoleStore
+from compactbot.bot.operators.console.deps import ConsoleDeps
 from compactbot.bot.operators.console.sessions import Viewer
 from compactbot.bot.operators.console.views.chat import chat_or_404
+from compactbot.bot.services import Services
 from compactbot.bot.store.base import ChatRecord, SearchHit, StoredMessage
+from compactbot.bot.store.transcript_store import TranscriptReads
 
 log = logging.getLogger(__name__)
 
@@ -57,7 +59,7 @@ async def purge_target(deps: ConsoleDeps, chat_key: str, form: Mapping[str, str]
     what = form.get("what", "")
     message = None
     if form.get("message"):
-        message = await _chat_message(deps.store, chat, form.get("session"), form.get("message"))
+        message = await _chat_message(deps.services, chat, form.get("session"), form.get("message"))
     if what == "message":
         if message is None or not _written(message):
             raise PurgeRefused("Only a message someone wrote can be purged on its own.")
@@ -68,13 +70,13 @@ async def purge_target(deps: ConsoleDeps, chat_key: str, form: Mapping[str, str]
     member = (message.author_id if message is not None else form.get("member", "").strip()) or ""
     if len(member.split()) != 1 or len(member) > MAX_MEMBER_ID_CHARS or not member.isprintable():
         raise PurgeRefused("A member id is one word, as /purge takes it.")
-    count = await deps.store.count_member_messages(chat.key, member)
+    count = await deps.services.forgetting.count_member_messages(chat.key, member)
     return PurgeTarget(chat, "member", member, message, count)
 
 
 async def purge(deps: ConsoleDeps, viewer: Viewer, target: PurgeTarget) -> int:
     """Erase `target` through the store's forgetting and audit it; the stored rows erased."""
-    store, chat_key = deps.store, target.chat.key
+    store, chat_key = deps.services.forgetting, target.chat.key
     if target.what == "message" and target.subject.startswith(ROW_PREFIX):
         # Stored without a platform id (the bot's reply): by its row, with the row's copies.
         count = await store.forget_rows(chat_key, [int(target.subject[len(ROW_PREFIX) :])])
@@ -89,7 +91,9 @@ async def purge(deps: ConsoleDeps, viewer: Viewer, target: PurgeTarget) -> int:
     return count
 
 
-async def rows_of_hits(store: ConsoleStore, hits: Sequence[SearchHit]) -> dict[int, StoredMessage]:
+async def rows_of_hits(
+    store: TranscriptReads, hits: Sequence[SearchHit]
+) -> dict[int, StoredMessage]:
     """The stored rows behind search hits, by id: their author and platform id name a purge."""
     wanted: dict[int, list[int]] = {}
     for hit in hits:
@@ -101,15 +105,15 @@ async def rows_of_hits(store: ConsoleStore, hits: Sequence[SearchHit]) -> dict[i
 
 
 async def _chat_message(
-    store: ConsoleStore, chat: ChatRecord, session_raw: str | None, message_raw: str | None
+    services: Services, chat: ChatRecord, session_raw: str | None, message_raw: str | None
 ) -> StoredMessage:
     """The row `message_raw` of session `session_raw`, which must be one of this chat's."""
     session_id, message_id = _as_id(session_raw), _as_id(message_raw)
     if session_id is None or message_id is None:
         raise MessageNotFound(message_raw)
-    if session_id not in {s.id for s in await store.list_sessions(chat.key)}:
+    if session_id not in {s.id for s in await services.sessions.list_sessions(chat.key)}:
         raise MessageNotFound(message_raw)
-    found = await store.load_messages(session_id, [message_id])
+    found = await services.transcript.load_messages(session_id, [message_id])
     if not found:
         raise MessageNotFound(message_raw)
     return found[0]

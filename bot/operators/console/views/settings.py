@@ -68,7 +68,7 @@ async def change_setting(
     """Set `key` to `value` (None: back to the default); the stored text. Raises SettingError
     (out of bounds, invalid, operator-only) and changes nothing then."""
     bounded = not viewer.operator
-    store = deps.store
+    store = deps.services.stored_settings
     key = chat_settings.check_key(key, enforce_bounds=bounded)
     if value is None:
         await store.unset_chat_setting(chat_key, key)

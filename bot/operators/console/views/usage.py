@@ -58,7 +58,7 @@ async def usage_report(deps: ConsoleDeps, chats: list[ChatRecord], days: int) ->
     cells: dict[tuple[str, str], list[int]] = defaultdict(lambda: [0, 0])
     per_chat: list[ChatTotal] = []
     for chat in chats:
-        rows: list[UsageRow] = await deps.store.usage(chat.key, since)
+        rows: list[UsageRow] = await deps.services.usage.usage(chat.key, since)
         for row in rows:
             cell = cells[(row.day, row.purpose)]
             cell[0] += row.prompt_tokens + row.completion_tokens
