@@ -16,7 +16,7 @@ from typing import Any
 from telegram import Bot, Update
 
 from compactbot.bot.ingress.unicode_repair import repair_json
-from compactbot.bot.store.dead_letters import DeadLetterStore
+from compactbot.bot.store.protocols.dead_letters import DeadLetterStore
 from compactbot.compression.redact import redact
 
 log = logging.getLogger(__name__)

@@ -15,7 +15,7 @@ import time
 
 from compactbot.bot.store import PostgresStore
 from compactbot.bot.store.base import InboxEntry, IngestItem, NewMessage
-from compactbot.bot.store.postgres.inbox import InboxJob, Say
+from compactbot.bot.store.postgres.queue.inbox import InboxJob, Say
 from tests import postgres_server
 
 INGEST_BATCH = 100

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from compactbot.bot.store import PostgresStore, SqliteStore
 from compactbot.bot.store.base import StoreError
-from compactbot.bot.store.shared_limits import SharedLimits
+from compactbot.bot.store.protocols.shared_limits import SharedLimits
 from tests import postgres_server
 
 CALLS = 2000

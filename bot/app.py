@@ -30,7 +30,7 @@ from compactbot.bot.operators.views import ViewedStore
 from compactbot.bot.services import Services
 from compactbot.bot.settings.config import DEFAULT_CONTEXT_LENGTH, Config
 from compactbot.bot.store.backends import Store, create_store, parse_store_url
-from compactbot.bot.store.chat_store import ChatStore
+from compactbot.bot.store.protocols.chat_store import ChatStore
 from compactbot.bot.workers.leadership import leadership_for
 from compactbot.compression import Summarizer, compute_threshold_tokens
 from compactbot.compression.engine import check_summary_model_feasibility, load_engine

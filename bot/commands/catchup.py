@@ -22,8 +22,8 @@ from compactbot.bot.commands.quoting import code_span
 from compactbot.bot.ingress.limits import NoticeGate
 from compactbot.bot.llm.metering import spending_for
 from compactbot.bot.store.base import StoredMessage
-from compactbot.bot.store.session_store import SessionStore
-from compactbot.bot.store.transcript_store import TranscriptReads
+from compactbot.bot.store.protocols.session_store import SessionStore
+from compactbot.bot.store.protocols.transcript_store import TranscriptReads
 from compactbot.compression.deterministic import deterministic_summary
 from compactbot.compression.memory import MemoryEntry
 from compactbot.compression.summarizer import Summarizer, SummaryError, SummaryRequest

@@ -11,7 +11,7 @@ import logging
 from compactbot.bot.events import Adapter, DeliveryError, InboundMessage, ReplyTarget
 from compactbot.bot.operators.console.links import issue_link
 from compactbot.bot.services import Services
-from compactbot.bot.store.console_records import AuditEntry
+from compactbot.bot.store.protocols.console_records import AuditEntry
 
 log = logging.getLogger(__name__)
 

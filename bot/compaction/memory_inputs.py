@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from compactbot.bot.store.base import StoredMessage
-from compactbot.bot.store.transcript_store import TranscriptReads
+from compactbot.bot.store.protocols.transcript_store import TranscriptReads
 from compactbot.compression.memory import Memory, MessageSource
 
 

@@ -19,11 +19,11 @@ from compactbot.bot.llm.metering import SummarizerFactory as SummarizerFactory
 from compactbot.bot.llm.metering import UsageSink as UsageSink
 from compactbot.bot.operators.metrics import Metrics
 from compactbot.bot.store.base import CompressionEvent, NewMessage, SessionRecord, StateDelta
-from compactbot.bot.store.event_store import CompressionEventStore
-from compactbot.bot.store.lock_store import LockStore
-from compactbot.bot.store.pin_store import PinStore
-from compactbot.bot.store.session_store import SessionStore
-from compactbot.bot.store.transcript_store import TranscriptReads, TranscriptWrites
+from compactbot.bot.store.protocols.event_store import CompressionEventStore
+from compactbot.bot.store.protocols.lock_store import LockStore
+from compactbot.bot.store.protocols.pin_store import PinStore
+from compactbot.bot.store.protocols.session_store import SessionStore
+from compactbot.bot.store.protocols.transcript_store import TranscriptReads, TranscriptWrites
 from compactbot.bot.turns.exclusivity import CompactionLeases, Lease, Sleep, StoreLeases
 from compactbot.compression import CompressorConfig, ContextCompressor
 from compactbot.compression.memory import Memory

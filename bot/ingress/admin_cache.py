@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
-from compactbot.bot.store.shared_limits import SharedLimits, limit_key
+from compactbot.bot.store.protocols.shared_limits import SharedLimits, limit_key
 
 
 class AdminCache:

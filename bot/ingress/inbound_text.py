@@ -13,8 +13,8 @@ from compactbot.bot.events import InboundMessage
 from compactbot.bot.ingress.media import MediaLimits, placeholder, read_media, with_media
 from compactbot.bot.llm.metering import spending_for
 from compactbot.bot.services import Services
+from compactbot.bot.store.protocols.revision_store import RevisionStore
 from compactbot.bot.store.reply_quotes import attributed, clipped, quote, quote_body
-from compactbot.bot.store.revision_store import RevisionStore
 from compactbot.compression.forgery import neutralise
 from compactbot.compression.message_hints import message_hints
 

@@ -18,8 +18,8 @@ from compactbot.bot.ingress.markdown_escape import escape_markdown
 from compactbot.bot.llm.metering import DailyBudgets, budget_notice
 from compactbot.bot.llm.metering import utc_day as utc_day
 from compactbot.bot.settings.chat_settings import ChatSettings
-from compactbot.bot.store.shared_limits import RATE_WINDOW_SECONDS as RATE_WINDOW_SECONDS
-from compactbot.bot.store.shared_limits import SharedLimits, limit_key
+from compactbot.bot.store.protocols.shared_limits import RATE_WINDOW_SECONDS as RATE_WINDOW_SECONDS
+from compactbot.bot.store.protocols.shared_limits import SharedLimits, limit_key
 
 if TYPE_CHECKING:
     from compactbot.bot.services import Services

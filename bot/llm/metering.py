@@ -21,9 +21,9 @@ from compactbot.bot.llm.errors import LLMError
 from compactbot.bot.llm.stream import StreamingLLM, TextSink
 from compactbot.bot.operators.metrics import Metrics
 from compactbot.bot.store.base import UsagePurpose
-from compactbot.bot.store.chat_store import ChatStore
-from compactbot.bot.store.shared_limits import SharedLimits
-from compactbot.bot.store.usage_store import UsageStore
+from compactbot.bot.store.protocols.chat_store import ChatStore
+from compactbot.bot.store.protocols.shared_limits import SharedLimits
+from compactbot.bot.store.protocols.usage_store import UsageStore
 from compactbot.compression import Summarizer, SummaryRequest
 from compactbot.compression.summarizer import SummaryError
 

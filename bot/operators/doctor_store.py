@@ -14,7 +14,7 @@ from pathlib import Path
 from compactbot.bot.app import database_path
 from compactbot.bot.operators.doctor_report import Finding, fix, ok, skip
 from compactbot.bot.settings.config import Config
-from compactbot.bot.store.sqlite.migrations import LATEST_VERSION, TRIGRAM
+from compactbot.bot.store.sqlite.schema.migrations import LATEST_VERSION, TRIGRAM
 
 # Below this much free space SQLite's WAL checkpoints and compactions start failing.
 MIN_FREE_DISK_BYTES = 200 * 1024 * 1024

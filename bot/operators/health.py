@@ -9,7 +9,7 @@ import os
 from dataclasses import dataclass
 from typing import Protocol
 
-from compactbot.bot.store.chat_store import ChatStore
+from compactbot.bot.store.protocols.chat_store import ChatStore
 from compactbot.bot.turns.exclusivity import TurnLanes
 
 log = logging.getLogger(__name__)

@@ -13,10 +13,10 @@ from typing import Protocol
 
 from compactbot.bot.compaction.report import CHANGED_OUTCOMES
 from compactbot.bot.store.base import CompressionEvent
-from compactbot.bot.store.chat_store import ChatStore
-from compactbot.bot.store.event_store import CompressionEventStore
-from compactbot.bot.store.session_store import SessionStore
-from compactbot.bot.store.usage_store import UsageStore
+from compactbot.bot.store.protocols.chat_store import ChatStore
+from compactbot.bot.store.protocols.event_store import CompressionEventStore
+from compactbot.bot.store.protocols.session_store import SessionStore
+from compactbot.bot.store.protocols.usage_store import UsageStore
 
 # A compaction that did not leave a model-written summary: it failed, or fell back to the
 # deterministic summary because the summary model failed.

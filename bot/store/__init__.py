@@ -28,21 +28,21 @@ from compactbot.bot.store.base import (
     UsagePurpose,
     UsageRow,
 )
-from compactbot.bot.store.chat_store import ChatStore
-from compactbot.bot.store.dead_letters import DeadLetterStore
-from compactbot.bot.store.dedup_store import DedupStore
-from compactbot.bot.store.event_store import CompressionEventStore
-from compactbot.bot.store.forget_store import ForgetStore
-from compactbot.bot.store.lock_store import LockStore
-from compactbot.bot.store.pin_store import PinStore
 from compactbot.bot.store.postgres.store import PostgresStore
-from compactbot.bot.store.revision_store import RevisionStore
-from compactbot.bot.store.session_store import SessionStore
-from compactbot.bot.store.settings_store import SettingsStore
-from compactbot.bot.store.shared_limits import SharedLimits
+from compactbot.bot.store.protocols.chat_store import ChatStore
+from compactbot.bot.store.protocols.dead_letters import DeadLetterStore
+from compactbot.bot.store.protocols.dedup_store import DedupStore
+from compactbot.bot.store.protocols.event_store import CompressionEventStore
+from compactbot.bot.store.protocols.forget_store import ForgetStore
+from compactbot.bot.store.protocols.lock_store import LockStore
+from compactbot.bot.store.protocols.pin_store import PinStore
+from compactbot.bot.store.protocols.revision_store import RevisionStore
+from compactbot.bot.store.protocols.session_store import SessionStore
+from compactbot.bot.store.protocols.settings_store import SettingsStore
+from compactbot.bot.store.protocols.shared_limits import SharedLimits
+from compactbot.bot.store.protocols.transcript_store import TranscriptReads, TranscriptWrites
+from compactbot.bot.store.protocols.usage_store import UsageStore
 from compactbot.bot.store.sqlite.store import SqliteStore
-from compactbot.bot.store.transcript_store import TranscriptReads, TranscriptWrites
-from compactbot.bot.store.usage_store import UsageStore
 
 __all__ = [
     "ChatRecord",

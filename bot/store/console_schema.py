@@ -1,4 +1,4 @@
-"""The console's tables (bot/store/console_records.py) in each backend's dialect.
+"""The console's tables (bot/store/protocols/console_records.py) in each backend's dialect.
 
 Numbered 14 on both backends for now; the migration lists name them.
 """

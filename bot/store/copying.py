@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from compactbot.bot.store.base import StoreError
-from compactbot.bot.store.session_store import SessionStore
+from compactbot.bot.store.protocols.session_store import SessionStore
 from compactbot.bot.store.tables import COPIED_TABLES, CopiedTable, Row, StoreTables
 
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Generic, TypeVar
 
 from compactbot.bot.store.base import IngestItem, IngestResult, NewMessage
-from compactbot.bot.store.transcript_store import TranscriptWrites
+from compactbot.bot.store.protocols.transcript_store import TranscriptWrites
 
 log = logging.getLogger(__name__)
 

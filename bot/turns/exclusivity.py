@@ -18,7 +18,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Protocol
 
-from compactbot.bot.store.lock_store import LockStore
+from compactbot.bot.store.protocols.lock_store import LockStore
 
 log = logging.getLogger(__name__)
 

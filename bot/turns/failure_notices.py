@@ -8,7 +8,7 @@ import time
 from collections.abc import Callable
 
 from compactbot.bot.ingress.limits import NoticeGate
-from compactbot.bot.store.shared_limits import SharedLimits, limit_key
+from compactbot.bot.store.protocols.shared_limits import SharedLimits, limit_key
 
 log = logging.getLogger(__name__)
 

@@ -13,7 +13,7 @@ from compactbot.bot.llm.errors import ContextOverflowError, LLMError
 from compactbot.bot.llm.metering import BudgetExhausted, budget_notice, spending_for
 from compactbot.bot.llm.stream import TextSink, complete_maybe_streaming
 from compactbot.bot.store.base import NewMessage, SessionRecord, StoredMessage, TurnFence
-from compactbot.bot.store.transcript_store import TranscriptWrites
+from compactbot.bot.store.protocols.transcript_store import TranscriptWrites
 from compactbot.bot.turns.tools import TOOL_SCHEMAS, ToolContext, ToolStore, run_tool
 from compactbot.bot.turns.working_set import ActiveTranscript, WorkingSet
 from compactbot.compression import CompressorConfig, ContextCompressor

@@ -11,10 +11,10 @@ from typing import Any, Protocol
 
 from compactbot.bot.llm.client import ToolCall
 from compactbot.bot.store.base import SearchHit, StoredMessage, StoreError
-from compactbot.bot.store.event_store import CompressionEventStore
-from compactbot.bot.store.pin_store import PinStore
-from compactbot.bot.store.session_store import SessionStore
-from compactbot.bot.store.transcript_store import TranscriptReads
+from compactbot.bot.store.protocols.event_store import CompressionEventStore
+from compactbot.bot.store.protocols.pin_store import PinStore
+from compactbot.bot.store.protocols.session_store import SessionStore
+from compactbot.bot.store.protocols.transcript_store import TranscriptReads
 from compactbot.bot.turns.recall import (
     DEFAULT_RECALL_LIMIT,
     MAX_RECALL_LIMIT,

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from compactbot.bot.store.base import SessionRecord, StoredMessage
-from compactbot.bot.store.transcript_store import TranscriptReads
+from compactbot.bot.store.protocols.transcript_store import TranscriptReads
 
 log = logging.getLogger(__name__)
 

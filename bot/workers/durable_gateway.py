@@ -21,7 +21,7 @@ from compactbot.bot.ingress.steps import Delivery
 from compactbot.bot.llm.stream import TextSink
 from compactbot.bot.services import Services
 from compactbot.bot.store.base import InboxEntry, NewMessage, SessionRecord, TurnFence
-from compactbot.bot.store.postgres.inbox import PostgresInbox, Say
+from compactbot.bot.store.postgres.queue.inbox import PostgresInbox, Say
 from compactbot.bot.turns.answer import Answerer, Question
 from compactbot.bot.turns.lanes import lane_key
 

@@ -17,7 +17,7 @@ from typing import Any, Protocol
 
 from compactbot.bot.events import Adapter, ReplyTarget
 from compactbot.bot.store.base import TurnFence, TurnLost
-from compactbot.bot.store.postgres.inbox import InboxJob, PostgresInbox, say_from_json
+from compactbot.bot.store.postgres.queue.inbox import InboxJob, PostgresInbox, say_from_json
 from compactbot.bot.turns.answer import TURN_FAILED
 from compactbot.bot.workers.durable_gateway import TurnOutcome, message_from_json, say_to
 

@@ -11,7 +11,7 @@ from collections.abc import Callable, Sequence
 
 from compactbot.bot.operators.health import QUEUE_STUCK_SECONDS
 from compactbot.bot.operators.metrics import Metrics, QueueSample
-from compactbot.bot.store.postgres.inbox import PostgresInbox
+from compactbot.bot.store.postgres.queue.inbox import PostgresInbox
 
 log = logging.getLogger(__name__)
 

@@ -16,7 +16,7 @@ from collections.abc import Mapping
 
 from compactbot.bot.events import Adapter, DeliveryError, IdempotentSender, ReplyTarget
 from compactbot.bot.operators.metrics import Metrics
-from compactbot.bot.store.postgres.outbox import OutboxRow, PostgresOutbox
+from compactbot.bot.store.postgres.queue.outbox import OutboxRow, PostgresOutbox
 from compactbot.bot.workers.wire import WIRE, MarksTheWire
 
 log = logging.getLogger(__name__)

@@ -13,7 +13,7 @@ from compactbot.bot.operators.console.auth import OperatorTokens, new_secret, se
 from compactbot.bot.operators.console.sessions import SignIn, SignInRefused, TooManyAttempts
 from compactbot.bot.settings.config import ConsoleConfig
 from compactbot.bot.store import PostgresStore, SqliteStore
-from compactbot.bot.store.console_records import AuditEntry, ConsoleSession
+from compactbot.bot.store.protocols.console_records import AuditEntry, ConsoleSession
 from tests import postgres_server
 
 NOW = 1_800_000_000.0

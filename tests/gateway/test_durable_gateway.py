@@ -14,7 +14,7 @@ import pytest
 from compactbot.bot.app import App
 from compactbot.bot.events import Adapter, ReplyTarget
 from compactbot.bot.store import PostgresStore
-from compactbot.bot.store.postgres.inbox import InboxJob, PostgresInbox
+from compactbot.bot.store.postgres.queue.inbox import InboxJob, PostgresInbox
 from compactbot.bot.workers.durable_gateway import DurableGateway, message_from_json
 from compactbot.bot.workers.durable_turns import TurnConsumer
 from compactbot.bot.workers.outbox import OutboxSender

@@ -15,7 +15,7 @@ import pytest
 from compactbot.bot.operators.doctor import run_doctor
 from compactbot.bot.operators.doctor_report import NamedCheck
 from compactbot.bot.operators.doctor_store import check_store
-from compactbot.bot.store.sqlite.migrations import LATEST_VERSION
+from compactbot.bot.store.sqlite.schema.migrations import LATEST_VERSION
 from tests.fakes.discord_server import FakeDiscord
 from tests.fakes.fixtures import fake_discord, fake_telegram  # noqa: F401  (pytest fixtures)
 from tests.fakes.openai_server import Error, FakeOpenAI

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from compactbot.bot.store.backends import Store
-from compactbot.bot.store.dead_letters import MAX_ERROR_CHARS, MAX_PAYLOAD_CHARS
+from compactbot.bot.store.protocols.dead_letters import MAX_ERROR_CHARS, MAX_PAYLOAD_CHARS
 from tests.store.conftest import ManualClock
 
 

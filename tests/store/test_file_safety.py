@@ -10,9 +10,9 @@ import aiosqlite
 import pytest
 
 from compactbot.bot.store import SqliteStore
-from compactbot.bot.store.sqlite import migrate as migrations_module
-from compactbot.bot.store.sqlite.migrate import schema_version
-from compactbot.bot.store.sqlite.migrations import LATEST_VERSION
+from compactbot.bot.store.sqlite.schema import migrate as migrations_module
+from compactbot.bot.store.sqlite.schema.migrate import schema_version
+from compactbot.bot.store.sqlite.schema.migrations import LATEST_VERSION
 from tests.store.factories import user
 
 

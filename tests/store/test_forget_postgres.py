@@ -8,7 +8,7 @@ import json
 import asyncpg
 
 from compactbot.bot.store import PostgresStore
-from compactbot.bot.store.postgres.queue_scrub import FORGET_VACUUMED
+from compactbot.bot.store.postgres.queue.queue_scrub import FORGET_VACUUMED
 from tests.store.test_forget import CHAT, SECRET, posted
 
 NEEDLE = "221B Baker"

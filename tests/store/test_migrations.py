@@ -9,8 +9,8 @@ import aiosqlite
 import pytest
 
 from compactbot.bot.store import NewMessage, SqliteStore, StoreError, open_store
-from compactbot.bot.store.sqlite.migrate import apply_migrations, schema_version
-from compactbot.bot.store.sqlite.migrations import LATEST_VERSION, MIGRATIONS
+from compactbot.bot.store.sqlite.schema.migrate import apply_migrations, schema_version
+from compactbot.bot.store.sqlite.schema.migrations import LATEST_VERSION, MIGRATIONS
 from compactbot.compression.message_hints import message_hints
 from tests.store.factories import user
 

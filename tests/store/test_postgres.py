@@ -19,8 +19,8 @@ import pytest
 
 from compactbot.bot.store import NewMessage, PostgresStore, StoreError
 from compactbot.bot.store.postgres.database import redacted_dsn
-from compactbot.bot.store.postgres.migrate import apply_migrations, schema_version
-from compactbot.bot.store.postgres.migrations import (
+from compactbot.bot.store.postgres.schema.migrate import apply_migrations, schema_version
+from compactbot.bot.store.postgres.schema.migrations import (
     LATEST_VERSION,
     MIGRATIONS,
 )

@@ -12,7 +12,7 @@ import pytest
 
 from compactbot.bot.store import SqliteStore
 from compactbot.bot.store.base import IngestItem
-from compactbot.bot.store.sqlite.migrate import apply_migrations
+from compactbot.bot.store.sqlite.schema.migrate import apply_migrations
 from tests.store.factories import user
 
 NEVER_QUIET = 3_600.0  # the indexer waits for a quiet moment that never comes in a test

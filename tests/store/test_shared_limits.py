@@ -9,7 +9,10 @@ from __future__ import annotations
 import asyncio
 
 from compactbot.bot.store.backends import Store
-from compactbot.bot.store.shared_limits import LIMITS_PRUNE_INTERVAL_SECONDS, RATE_WINDOW_SECONDS
+from compactbot.bot.store.protocols.shared_limits import (
+    LIMITS_PRUNE_INTERVAL_SECONDS,
+    RATE_WINDOW_SECONDS,
+)
 from tests.store.conftest import ManualClock, SameStore
 
 MEMBER = '["test:g1","bob"]'

@@ -9,7 +9,7 @@ import pytest
 
 from compactbot.bot.store import PostgresStore
 from compactbot.bot.store.base import InboxEntry, IngestItem, NewMessage, TurnLost
-from compactbot.bot.store.postgres.inbox import Say
+from compactbot.bot.store.postgres.queue.inbox import Say
 from tests.store.conftest import ManualClock
 from tests.store.factories import user
 

@@ -4,7 +4,7 @@ only crashes while running alone count against it."""
 from __future__ import annotations
 
 from compactbot.bot.store import PostgresStore
-from compactbot.bot.store.postgres.inbox import InboxJob
+from compactbot.bot.store.postgres.queue.inbox import InboxJob
 from tests.store.conftest import ManualClock
 from tests.store.test_turn_inbox import PLATFORMS, TTL, question, say
 

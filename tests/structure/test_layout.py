@@ -49,3 +49,29 @@ def test_entry_points_name_only_compactbot_modules() -> None:
         target for group in project["entry-points"].values() for target in group.values()
     ]
     assert targets and all(t.startswith("compactbot.") for t in targets)
+
+
+MAX_LINES = 400
+# bot/ shows its parts: a newcomer reads them from the folder names (issue 38).
+MAX_MODULES_PER_BOT_FOLDER = 25
+
+
+def test_no_product_file_is_over_400_lines() -> None:
+    long = {
+        path.relative_to(ROOT).as_posix(): lines
+        for folder in FOLDERS
+        for path in (ROOT / folder).rglob("*.py")
+        if (lines := len(path.read_text(encoding="utf-8").splitlines())) > MAX_LINES
+    }
+    assert not long, f"split these along their concepts: {long}"
+
+
+def test_no_folder_of_bot_holds_more_than_25_modules() -> None:
+    crowded = {
+        folder.relative_to(ROOT).as_posix(): count
+        for folder in [ROOT / "bot", *(ROOT / "bot").rglob("*/")]
+        if folder.is_dir()
+        and (count := sum(1 for p in folder.glob("*.py") if p.name != "__init__.py"))
+        > MAX_MODULES_PER_BOT_FOLDER
+    }
+    assert not crowded, f"group these folders' modules by concept: {crowded}"

@@ -41,7 +41,7 @@ def _base_name(node: ast.expr) -> str | None:
 def store_protocols(folder: Path = STORE_FOLDER) -> dict[str, ProtocolClass]:
     """Every `Protocol` class defined in the store's modules, by name."""
     found: dict[str, ProtocolClass] = {}
-    for path in sorted(folder.glob("*.py")):
+    for path in sorted([*folder.glob("*.py"), *(folder / "protocols").glob("*.py")]):
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if not isinstance(node, ast.ClassDef):
                 continue

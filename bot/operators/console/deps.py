@@ -11,7 +11,7 @@ from compactbot.bot.operators.doctor_report import Finding
 from compactbot.bot.operators.health import Readiness
 from compactbot.bot.services import Services
 from compactbot.bot.settings.config import Config
-from compactbot.bot.store.console_records import AuditEntry, ConsoleRecords
+from compactbot.bot.store.protocols.console_records import AuditEntry, ConsoleRecords
 
 
 class ModelFacts(Protocol):

@@ -5,7 +5,7 @@ from __future__ import annotations
 from compactbot.bot.operators.console.auth import new_secret, secret_hash
 from compactbot.bot.operators.console.urls import LINK_PATH
 from compactbot.bot.settings.config import Config
-from compactbot.bot.store.console_records import ConsoleSessions
+from compactbot.bot.store.protocols.console_records import ConsoleSessions
 
 
 def console_base_url(config: Config) -> str:

@@ -14,7 +14,7 @@ from compactbot.bot.operators.console.views.usage import (
     period_days,
     usage_report,
 )
-from compactbot.bot.store.console_records import AUDIT_PAGE_MAX
+from compactbot.bot.store.protocols.console_records import AUDIT_PAGE_MAX
 
 routes = web.RouteTableDef()
 

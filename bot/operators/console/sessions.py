@@ -12,8 +12,13 @@ from compactbot.bot.operators.console.auth import (
     secret_hash,
 )
 from compactbot.bot.settings.config import ConsoleConfig
-from compactbot.bot.store.console_records import AuditEntry, ConsoleRecords, ConsoleSession, Role
-from compactbot.bot.store.shared_limits import SharedLimits, limit_key
+from compactbot.bot.store.protocols.console_records import (
+    AuditEntry,
+    ConsoleRecords,
+    ConsoleSession,
+    Role,
+)
+from compactbot.bot.store.protocols.shared_limits import SharedLimits, limit_key
 
 SIGN_IN_LIMIT_SCOPE = "console-sign-in"
 

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from compactbot.bot.store.console_records import (
+from compactbot.bot.store.postgres.database import PostgresDatabase
+from compactbot.bot.store.protocols.console_records import (
     AUDIT_PAGE_MAX,
     AuditEntry,
     ConsoleSession,
     audit_from_row,
     session_from_row,
 )
-from compactbot.bot.store.postgres.database import PostgresDatabase
 
 _INSERT_SESSION_SQL = (
     "INSERT INTO console_sessions(token_hash, who, role, chat_key, created_at, expires_at)"

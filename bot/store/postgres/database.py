@@ -12,12 +12,12 @@ from urllib.parse import parse_qsl, urlencode, urlsplit
 import asyncpg
 
 from compactbot.bot.store.base import StoreError
-from compactbot.bot.store.postgres.migrate import apply_migrations
+from compactbot.bot.store.postgres.schema.migrate import apply_migrations
 
 if TYPE_CHECKING:
     from asyncpg.pool import PoolConnectionProxy
 
-    from compactbot.bot.store.postgres.migrations import AnyConnection
+    from compactbot.bot.store.postgres.schema.migrations import AnyConnection
 
     # A connection inside `transaction()`.
     PooledConnection: TypeAlias = PoolConnectionProxy[asyncpg.Record]

@@ -5,13 +5,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from compactbot.bot.store.dead_letters import (
+from compactbot.bot.store.postgres.database import PostgresDatabase, affected
+from compactbot.bot.store.protocols.dead_letters import (
     MAX_ERROR_CHARS,
     MAX_PAYLOAD_CHARS,
     DeadLetter,
     dead_letter_from_row,
 )
-from compactbot.bot.store.postgres.database import PostgresDatabase, affected
 
 if TYPE_CHECKING:
     pass

@@ -5,8 +5,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from compactbot.bot.store.dedup_store import PROCESSED_UPDATES_KEEP_SECONDS, PRUNE_INTERVAL_SECONDS
 from compactbot.bot.store.postgres.database import PostgresDatabase, affected
+from compactbot.bot.store.protocols.dedup_store import (
+    PROCESSED_UPDATES_KEEP_SECONDS,
+    PRUNE_INTERVAL_SECONDS,
+)
 
 if TYPE_CHECKING:
     from compactbot.bot.store.postgres.database import PooledConnection

@@ -13,7 +13,7 @@ from compactbot.bot.store.forgetting import REWRITTEN_ROLES, ForgetPlan, TargetR
 from compactbot.bot.store.memory_rows import ENTRY_COLUMNS, memory_from_rows
 from compactbot.bot.store.postgres.database import PostgresDatabase
 from compactbot.bot.store.postgres.memory import write_memory
-from compactbot.bot.store.postgres.queue_scrub import FORGET_VACUUMED, scrub_queues
+from compactbot.bot.store.postgres.queue.queue_scrub import FORGET_VACUUMED, scrub_queues
 from compactbot.bot.store.postgres.rows import search_text_of
 from compactbot.bot.store.reply_quotes import QUOTE_MARK
 from compactbot.bot.store.rows import decode_content

@@ -10,7 +10,7 @@ from compactbot.bot.store.base import IngestItem, IngestResult, NewMessage, Turn
 from compactbot.bot.store.postgres.appends import Appending, append_rows, open_appending
 from compactbot.bot.store.postgres.database import PostgresDatabase
 from compactbot.bot.store.postgres.dedup import mark_processed, prune_processed
-from compactbot.bot.store.postgres.queue_sql import NOTIFY_SQL, check_turn_fence, enqueue_turn
+from compactbot.bot.store.postgres.queue.queue_sql import NOTIFY_SQL, check_turn_fence, enqueue_turn
 
 if TYPE_CHECKING:
     from compactbot.bot.store.postgres.database import PooledConnection

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from compactbot.bot.store.postgres.database import PostgresDatabase
-from compactbot.bot.store.shared_limits import (
+from compactbot.bot.store.protocols.shared_limits import (
     CHAT_SPEND_WHERE,
     LIMITS_PRUNE_INTERVAL_SECONDS,
     RATE_WINDOW_SECONDS,

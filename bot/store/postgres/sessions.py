@@ -11,7 +11,7 @@ from compactbot.bot.store.base import SessionNotFound, SessionRecord, StateDelta
 from compactbot.bot.store.postgres import rows as postgres_rows
 from compactbot.bot.store.postgres.appends import OPEN_SESSION_SQL, start_session
 from compactbot.bot.store.postgres.database import PostgresDatabase, affected
-from compactbot.bot.store.postgres.queue_sql import check_turn_fence
+from compactbot.bot.store.postgres.queue.queue_sql import check_turn_fence
 from compactbot.compression.state import CompressorState
 
 if TYPE_CHECKING:

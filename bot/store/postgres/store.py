@@ -19,13 +19,13 @@ from compactbot.bot.store.postgres.dead_letters import PostgresDeadLetters
 from compactbot.bot.store.postgres.dedup import PostgresDedup
 from compactbot.bot.store.postgres.events import PostgresEvents
 from compactbot.bot.store.postgres.forget import PostgresForget
-from compactbot.bot.store.postgres.inbox import PostgresInbox
 from compactbot.bot.store.postgres.ingest import PostgresIngest
 from compactbot.bot.store.postgres.limits import PostgresLimits
 from compactbot.bot.store.postgres.locks import PostgresLocks
-from compactbot.bot.store.postgres.outbox import PostgresOutbox
-from compactbot.bot.store.postgres.pacing import PostgresPacing
 from compactbot.bot.store.postgres.pins import PostgresPins
+from compactbot.bot.store.postgres.queue.inbox import PostgresInbox
+from compactbot.bot.store.postgres.queue.outbox import PostgresOutbox
+from compactbot.bot.store.postgres.queue.pacing import PostgresPacing
 from compactbot.bot.store.postgres.revisions import PostgresRevisions
 from compactbot.bot.store.postgres.search import PostgresSearch
 from compactbot.bot.store.postgres.sessions import PostgresSessions

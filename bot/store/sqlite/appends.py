@@ -20,7 +20,10 @@ from compactbot.bot.store.base import (
     SessionNotFound,
     SessionRecord,
 )
-from compactbot.bot.store.dedup_store import PROCESSED_UPDATES_KEEP_SECONDS, PRUNE_INTERVAL_SECONDS
+from compactbot.bot.store.protocols.dedup_store import (
+    PROCESSED_UPDATES_KEEP_SECONDS,
+    PRUNE_INTERVAL_SECONDS,
+)
 from compactbot.bot.store.sqlite.dedup import MARK_PROCESSED_SQL, PRUNE_PROCESSED_SQL
 
 OPEN_SESSION_SQL = (

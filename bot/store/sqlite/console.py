@@ -5,7 +5,7 @@ from __future__ import annotations
 import sqlite3
 from typing import Any
 
-from compactbot.bot.store.console_records import (
+from compactbot.bot.store.protocols.console_records import (
     AUDIT_PAGE_MAX,
     AuditEntry,
     ConsoleSession,

@@ -17,8 +17,8 @@ from typing import Any, TypeVar
 import aiosqlite
 
 from compactbot.bot.store.base import StoreError
-from compactbot.bot.store.sqlite.migrate import apply_migrations
-from compactbot.bot.store.sqlite.migrations import TRIGRAM, UNICODE61
+from compactbot.bot.store.sqlite.schema.migrate import apply_migrations
+from compactbot.bot.store.sqlite.schema.migrations import TRIGRAM, UNICODE61
 
 BUSY_TIMEOUT_MS = 5000  # another process (the CLI) may hold the write lock briefly
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from compactbot.bot.store.base import DeadLetter
-from compactbot.bot.store.dead_letters import (
+from compactbot.bot.store.protocols.dead_letters import (
     MAX_ERROR_CHARS,
     MAX_PAYLOAD_CHARS,
     dead_letter_from_row,

@@ -6,7 +6,10 @@ from collections.abc import Callable
 
 import aiosqlite
 
-from compactbot.bot.store.dedup_store import PROCESSED_UPDATES_KEEP_SECONDS, PRUNE_INTERVAL_SECONDS
+from compactbot.bot.store.protocols.dedup_store import (
+    PROCESSED_UPDATES_KEEP_SECONDS,
+    PRUNE_INTERVAL_SECONDS,
+)
 from compactbot.bot.store.sqlite.database import Database
 
 MARK_PROCESSED_SQL = (

@@ -16,7 +16,7 @@ import sqlite3
 from functools import partial
 
 from compactbot.bot.store.sqlite.database import Database
-from compactbot.bot.store.sqlite.migrations import indexed_text
+from compactbot.bot.store.sqlite.schema.migrations import indexed_text
 
 log = logging.getLogger(__name__)
 

@@ -11,7 +11,7 @@ from collections.abc import Callable, Sequence
 from functools import partial
 from typing import TypeVar
 
-from compactbot.bot.store.shared_limits import (
+from compactbot.bot.store.protocols.shared_limits import (
     CHAT_SPEND_WHERE,
     LIMITS_PRUNE_INTERVAL_SECONDS,
     RATE_WINDOW_SECONDS,

@@ -9,7 +9,7 @@ from compactbot.bot.store import rows
 from compactbot.bot.store.base import SearchHit
 from compactbot.bot.store.hits import FETCH_FACTOR, clamp_limit, distinct_hits
 from compactbot.bot.store.sqlite.database import Database
-from compactbot.bot.store.sqlite.migrations import TRIGRAM, indexed_text
+from compactbot.bot.store.sqlite.schema.migrations import TRIGRAM, indexed_text
 
 TRIGRAM_MIN_CHARS = 3  # the trigram tokenizer cannot match anything shorter
 

@@ -16,7 +16,7 @@ from compactbot.bot.operators.console.sessions import Viewer
 from compactbot.bot.operators.console.views.chat import chat_or_404
 from compactbot.bot.services import Services
 from compactbot.bot.store.base import ChatRecord, SearchHit, StoredMessage
-from compactbot.bot.store.transcript_store import TranscriptReads
+from compactbot.bot.store.protocols.transcript_store import TranscriptReads
 
 log = logging.getLogger(__name__)
 

@@ -1,5 +1,5 @@
 """Schema migrations of the PostgreSQL store, numbered like the SQLite ones they mirror (applied
-by bot/store/postgres/migrate.py)."""
+by bot/store/postgres/schema/migrate.py)."""
 
 from __future__ import annotations
 

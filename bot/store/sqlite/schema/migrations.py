@@ -1,4 +1,4 @@
-"""Numbered schema migrations for the SQLite store (applied by bot/store/sqlite/migrate.py)."""
+"""Numbered schema migrations for the SQLite store (applied by `schema/migrate.py`)."""
 
 from __future__ import annotations
 

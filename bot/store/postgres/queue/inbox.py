@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from compactbot.bot.store.base import NewMessage, TurnFence
 from compactbot.bot.store.postgres.appends import append_rows
 from compactbot.bot.store.postgres.database import PostgresDatabase, affected
-from compactbot.bot.store.postgres.queue_sql import (
+from compactbot.bot.store.postgres.queue.queue_sql import (
     CHANNEL_SQL,
     FENCE_SQL,
     INSERT_JOB_SQL,

@@ -7,7 +7,12 @@ import sqlite3
 
 import aiosqlite
 
-from compactbot.bot.store.sqlite.migrations import LATEST_VERSION, MIGRATIONS, TRIGRAM, UNICODE61
+from compactbot.bot.store.sqlite.schema.migrations import (
+    LATEST_VERSION,
+    MIGRATIONS,
+    TRIGRAM,
+    UNICODE61,
+)
 
 log = logging.getLogger(__name__)
 

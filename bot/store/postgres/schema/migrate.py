@@ -7,7 +7,7 @@ import logging
 import time
 from typing import TYPE_CHECKING, TypeAlias
 
-from compactbot.bot.store.postgres.migrations import LATEST_VERSION, MIGRATIONS
+from compactbot.bot.store.postgres.schema.migrations import LATEST_VERSION, MIGRATIONS
 
 if TYPE_CHECKING:
     import asyncpg

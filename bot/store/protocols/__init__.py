@@ -1,0 +1,1 @@
+"""The storage protocols, one per concept, that code names instead of the whole `Store`."""
