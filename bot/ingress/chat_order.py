@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterable
 from dataclasses import dataclass
 
 
@@ -19,9 +18,8 @@ class ChatOrder:
     def chats_in_use(self) -> int:
         return len(self._chats)
 
-    def holding(self, chat_keys: Iterable[str]) -> _Holding:
-        # Sorted, so two batches that share chats always take their locks in the same order.
-        return _Holding(self._chats, sorted(set(chat_keys)))
+    def holding(self, chat_key: str) -> _Holding:
+        return _Holding(self._chats, chat_key)
 
 
 @dataclass(slots=True)
@@ -31,29 +29,24 @@ class _ChatLock:
 
 
 class _Holding:
-    """`async with`: every key's lock, taken in order; a class, not a generator, since it is
-    entered once per inbound update."""
+    """`async with`: the chat's lock (FIFO: updates keep their arrival order); a class, not a
+    generator, since it is entered once per inbound update."""
 
-    __slots__ = ("_chats", "_held", "_keys")
+    __slots__ = ("_chats", "_held", "_key")
 
-    def __init__(self, chats: dict[str, _ChatLock], keys: list[str]) -> None:
+    def __init__(self, chats: dict[str, _ChatLock], key: str) -> None:
         self._chats = chats
-        self._keys = keys
-        self._held: list[_ChatLock] = []
+        self._key = key
+        self._held = False
 
     async def __aenter__(self) -> None:
-        chats = self._chats
-        wanted = []
-        for key in self._keys:
-            chat = chats.get(key)
-            if chat is None:
-                chat = chats[key] = _ChatLock(asyncio.Lock())
-            chat.users += 1
-            wanted.append(chat)
+        chat = self._chats.get(self._key)
+        if chat is None:
+            chat = self._chats[self._key] = _ChatLock(asyncio.Lock())
+        chat.users += 1
         try:
-            for chat in wanted:
-                await chat.lock.acquire()
-                self._held.append(chat)
+            await chat.lock.acquire()
+            self._held = True
         except BaseException:
             self._release()
             raise
@@ -62,10 +55,9 @@ class _Holding:
         self._release()
 
     def _release(self) -> None:
-        for chat in self._held:
+        chat = self._chats[self._key]
+        if self._held:
             chat.lock.release()
-        for key in self._keys:
-            chat = self._chats[key]
-            chat.users -= 1
-            if not chat.users:
-                del self._chats[key]
+        chat.users -= 1
+        if not chat.users:
+            del self._chats[self._key]

@@ -83,7 +83,7 @@ class Gateway:
         The chat's order is held throughout, so "/new" then a message puts the message in the
         new session, and a command is committed and run before the chat's next update is stored.
         """
-        async with self._order.holding((message.chat_key,)):
+        async with self._order.holding(message.chat_key):
             await self._chain(Arrival(neutralised(message), adapter))
 
     async def join(self) -> None:

@@ -102,23 +102,23 @@ async def test_chat_order_serialises_one_chat_and_frees_idle_chats() -> None:
     release = asyncio.Event()
 
     async def first() -> None:
-        async with order.holding(["a", "b"]):
+        async with order.holding("b"):
             log.append("first in")
             await release.wait()
             log.append("first out")
 
-    async def second() -> None:
-        async with order.holding(["b"]):
-            log.append("second in")
+    async def second(chat_key: str) -> None:
+        async with order.holding(chat_key):
+            log.append(f"{chat_key} in")
 
     tasks = [asyncio.create_task(first())]
     await asyncio.sleep(0)
-    tasks.append(asyncio.create_task(second()))
+    tasks += [asyncio.create_task(second("b")), asyncio.create_task(second("a"))]
     await asyncio.sleep(0)
-    assert log == ["first in"]
+    assert log == ["first in", "a in"]  # another chat does not wait
     release.set()
     await asyncio.gather(*tasks)
-    assert log == ["first in", "first out", "second in"]
+    assert log == ["first in", "a in", "first out", "b in"]
     assert order.chats_in_use == 0
 
 
