@@ -45,9 +45,14 @@ def _timed_calibration(messages: Sequence[dict[str, Any]]) -> float:
 async def child(
     size: int, mode: str, counts: list[int], hints: list[int], trace: bool
 ) -> dict[str, Any]:
+    from compactbot.bot.heap import freeze_startup_heap
     from compactbot.compression import CompressorConfig, ContextCompressor
     from compactbot.compression.tokens import counter_for
 
+    counter_for(None).count_text("load the encoding")  # the service loads it at start
+    # As the service's start-up does (bot.app), before any chat is read: the collector no
+    # longer rescans what was loaded.
+    freeze_startup_heap()
     messages = hermes_chat(size)
     blob = json.dumps(messages)
     config = CompressorConfig(context_length=WINDOW_TOKENS)
@@ -55,7 +60,6 @@ async def child(
     def compressor() -> Any:
         return ContextCompressor(config, None if mode == "deterministic" else StubSummarizer())
 
-    counter_for(None).count_text("load the encoding")  # the service loads it at start
     if trace:
         tracemalloc.start()
         base = tracemalloc.get_traced_memory()[0]
