@@ -118,16 +118,6 @@ def message_features(text: str, from_user: bool) -> Features:
     return Features(tuple(candidates), links, questions)
 
 
-def states_rule(text: str) -> bool:
-    """Whether the extractor reads a chat rule in a member's `text`: the kinds of
-    `message_features`' candidates, without the rest of their reading."""
-    if not text or text.isspace():
-        return False
-    pieces, whole = sentences(text), _whole(text)
-    units = [(whole, pieces)] if whole is not None else [(piece, [piece]) for piece in pieces]
-    return any(_worded_kind(unit, unit_pieces) == "rule" for unit, unit_pieces in units)
-
-
 def action_owner(found: Candidate, speaker: str, names: Sequence[str]) -> str:
     """Who an action item is for: the one addressed or named, the speaker who took it on,
     else the group (a request to no one in particular)."""
@@ -175,12 +165,6 @@ def _weekday_statement(lowered: str) -> bool:
     ):
         return False
     return subject_of(lowered)[0] is not None
-
-
-def _worded_kind(text: str, pieces: list[str]) -> FeatureKind | None:
-    """The kind its label says, else the most important kind its sentences state."""
-    label = split_label(text)[0]
-    return (label_kind(label) if label else None) or _kind(pieces)
 
 
 def _candidate(text: str, pieces: list[str]) -> Candidate | None:

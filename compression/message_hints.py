@@ -36,14 +36,16 @@ CALLS_CLEAN = 32
 SHOWN_AS_IS = 64
 # The backup of exact values reads nothing in the summarizer's copy (extract.too_light_for_backup).
 SHOWN_LIGHT = 128
+# A member's message the extractor reads a chat rule in (only an admin's stays one, SPEC 16).
+STATES_RULE = 256
 
 
 # The version of the rules that made a hint (above its fact bits). Bump it whenever what the
 # extractor, redaction or the summarizer's view read changes: a stored hint of another
 # version is read as 0 (nothing known), so no row skips a rule added since, redaction included.
-RULES_VERSION = 4  # 4: plain-word norms, picks, choices, handed tasks; 3: quieter small talk
-_FACT_BITS = 0xFF
-_VERSION_SHIFT = 8
+RULES_VERSION = 5  # 5: STATES_RULE; 4: plain-word norms, picks, choices, handed tasks
+_FACT_BITS = 0x1FF
+VERSION_SHIFT = 9
 
 
 class HintsError(ValueError):
@@ -53,7 +55,7 @@ class HintsError(ValueError):
 def message_hints(message: Mapping[str, Any]) -> int:
     """The facts compress() may take as known about `message` (a bit set, 0: none), stamped
     with RULES_VERSION."""
-    return _facts(message) | (RULES_VERSION << _VERSION_SHIFT)
+    return _facts(message) | (RULES_VERSION << VERSION_SHIFT)
 
 
 def _facts(message: Mapping[str, Any]) -> int:
@@ -76,6 +78,8 @@ def _facts(message: Mapping[str, Any]) -> int:
     features = read_features(message)
     if features is NO_FEATURES:
         hints |= FEATURELESS
+    elif role == "user" and any(found.kind == "rule" for found in features.candidates):
+        hints |= STATES_RULE
     shown = truncate_body(redacted)
     # Most copies are the text itself (nothing redacted, cut or stripped): read once.
     same = shown == text and type(message.get("content")) is str
@@ -128,10 +132,15 @@ def hinted(hints: Sequence[int | None], mask: int, *, clear: bool = False) -> li
     return [i for i, hint in enumerate(hints) if hint is None or bool(hint & mask) != clear]
 
 
+def states_rule(hints: int) -> bool:
+    """Whether `message_hints` read a chat rule in a member's message."""
+    return hints >> VERSION_SHIFT == RULES_VERSION and bool(hints & STATES_RULE)
+
+
 def checked_hints(hints: Sequence[int] | None, messages: int) -> Sequence[int] | None:
     """The fact bits of `hints`; a hint made by other rules (an older version) knows nothing."""
     if hints is None:
         return None
     if len(hints) != messages:
         raise HintsError(f"hints has {len(hints)} entries for {messages} messages")
-    return [h & _FACT_BITS if h >> _VERSION_SHIFT == RULES_VERSION else 0 for h in hints]
+    return [h & _FACT_BITS if h >> VERSION_SHIFT == RULES_VERSION else 0 for h in hints]

@@ -62,7 +62,11 @@ class Gateway:
         # Called with a chat key after /config changes it (the overnight scheduler listens).
         self.settings_listeners: list[Callable[[str], Awaitable[None]]] = []
         known = steps.KnownChats()
-        after_store = self._commands(self._files_and_compaction(self._answer))
+        after_store = steps.rule_authors(
+            services.revisions,
+            self.answers.is_admin,
+            self._commands(self._files_and_compaction(self._answer)),
+        )
         self._chain = steps.allow_list(
             config.gateway.allowed_chats,
             self._refuse_chat,
@@ -70,7 +74,6 @@ class Gateway:
                 steps.settle(
                     services,
                     known,
-                    self._author_is_admin,
                     self.turns.stored_with,
                     steps.store(self._ingests, known, services.metrics, after_store),
                 )
@@ -218,9 +221,6 @@ class Gateway:
 
     async def is_admin(self, message: InboundMessage, adapter: Adapter) -> bool:
         return await self.answers.is_admin(message, adapter)
-
-    async def _author_is_admin(self, arrival: Arrival) -> bool:
-        return await self.answers.is_admin(arrival.message, arrival.adapter)
 
     async def _say(self, adapter: Adapter, target: ReplyTarget, text: str) -> None:
         said = await self.answers.languages.localized(target.chat_key, text)

@@ -2,8 +2,9 @@
 the update and the next step, and either passes the update on or ends its journey there.
 
 `Gateway` links them in this order: allow-list (pure, before anything is written: a chat the
-operator has not allowed leaves no trace), settings and session, then dedup + chat upsert +
-store in one transaction; what follows the store (commands, files, answers) is linked after.
+operator has not allowed leaves no trace), settings and session, dedup + chat upsert + store in
+one transaction, then the admin status of an author who states a rule; what follows (commands,
+files, answers) is the gateway's.
 """
 
 from __future__ import annotations
@@ -21,9 +22,9 @@ from compactbot.bot.operators.metrics import Metrics
 from compactbot.bot.services import Services
 from compactbot.bot.settings.chat_settings import ChatSettings
 from compactbot.bot.store.base import IngestItem, NewMessage, SessionRecord
+from compactbot.bot.store.protocols.revision_store import RevisionStore
 from compactbot.bot.store.write_batcher import BatchedIngest
 from compactbot.bot.turns.lanes import lane_key
-from compactbot.compression.features import states_rule
 from compactbot.compression.tokens import TokenCounter
 
 log = logging.getLogger(__name__)
@@ -62,6 +63,7 @@ class Stored:
     delivery: Delivery
     session: SessionRecord
     message_id: int | None
+    states_rule: bool = False  # the stored analysis reads a chat rule in the message
 
     @property
     def lane(self) -> str:
@@ -82,17 +84,10 @@ def scope_user(message: InboundMessage, settings: ChatSettings) -> str | None:
     return None
 
 
-async def author_admin(
-    message: InboundMessage, ask_platform: Callable[[], Awaitable[bool]]
-) -> bool | None:
-    """Whether the author is a chat admin, kept with the row (only admins set rules, SPEC 16):
-    as the update says, else asked of the platform (cached) only when the text states a rule;
-    None: not known, which counts as no."""
-    if not message.is_group:
-        return True
-    if message.is_admin is not None:
-        return message.is_admin
-    return await ask_platform() if states_rule(message.text) else None
+def admin_in_update(message: InboundMessage) -> bool | None:
+    """Whether the author is a chat admin as the update says (in a private chat: yes); None:
+    the platform did not say."""
+    return True if not message.is_group else message.is_admin
 
 
 def stored_row(
@@ -177,7 +172,7 @@ def _chat_of(message: InboundMessage) -> tuple[str, str | None, str | None, bool
 def allow_list(
     allowed_chats: Sequence[str], refuse: Next[Arrival], next_step: Next[Arrival]
 ) -> Next[Arrival]:
-    """Step 1: a chat the operator allowed goes on; any other is refused before any write."""
+    """A chat the operator allowed goes on; any other is refused before any write."""
 
     async def step(arrival: Arrival) -> None:
         if allowed(arrival.message.chat_key, allowed_chats):
@@ -191,11 +186,10 @@ def allow_list(
 def settle(
     services: Services,
     known: KnownChats,
-    is_admin: Callable[[Arrival], Awaitable[bool]],
     queued_with: Callable[[Delivery], Delivery],
     next_step: Next[Delivery],
 ) -> Next[Arrival]:
-    """Step 2, settings and session: what to store, where, and whether it will be answered;
+    """Settings and session: what to store, where, and whether it will be answered;
     `queued_with` lets a durable turn queue add the message's turn to the same transaction."""
 
     async def step(arrival: Arrival) -> None:
@@ -203,7 +197,6 @@ def settle(
         settings = await services.settings_for(message.chat_key, message.parent_chat_key)
         # A reply brings the message it answers, found in the archive if compacted long ago.
         quote = await reply_quote(services.revisions, message) if message.reply_to else None
-        admin = await author_admin(message, lambda: is_admin(arrival))
         delivery = deliver(
             message,
             arrival.adapter,
@@ -211,7 +204,7 @@ def settle(
             services.counter,
             known_chat=known.knows(message),
             quote=quote,
-            author_admin=admin,
+            author_admin=admin_in_update(message),
         )
         await next_step(queued_with(delivery))
 
@@ -221,7 +214,7 @@ def settle(
 def store(
     ingests: BatchedIngest, known: KnownChats, metrics: Metrics, next_step: Next[Stored]
 ) -> Next[Delivery]:
-    """Step 3, dedup and store: one transaction (shared with other chats' updates arriving
+    """Dedup and store: one transaction (shared with other chats' updates arriving
     together); a duplicate update ends here."""
 
     async def step(delivery: Delivery) -> None:
@@ -233,6 +226,27 @@ def store(
         assert result.session is not None  # set for every item that is not a duplicate
         known.add(message)
         metrics.message_received(message.platform, message.chat_key)
-        await next_step(Stored(delivery, result.session, result.message_id))
+        await next_step(Stored(delivery, result.session, result.message_id, result.states_rule))
+
+    return step
+
+
+def rule_authors(
+    revisions: RevisionStore,
+    is_admin: Callable[[InboundMessage, Adapter], Awaitable[bool]],
+    next_step: Next[Stored],
+) -> Next[Stored]:
+    """Only admins set rules (SPEC 16). When the update did not say whether the author
+    is one, the platform is asked (cached) about a message whose stored analysis reads a rule
+    in it, and only then: the analysis is made once, by the store, and rules are rare."""
+
+    async def step(stored: Stored) -> None:
+        row, message_id = stored.delivery.item.message, stored.message_id
+        if stored.states_rule and row is not None and row.author_admin is None:
+            assert message_id is not None
+            message = stored.delivery.message
+            if await is_admin(message, stored.delivery.adapter):
+                await revisions.set_author_admin(message_id, True)
+        await next_step(stored)
 
     return step

@@ -166,6 +166,8 @@ class IngestResult:
     # The session the message went to, after the insert (None for a duplicate).
     session: SessionRecord | None = None
     message_id: int | None = None
+    # The stored analysis read a chat rule in the message (its author's status then matters).
+    states_rule: bool = False
 
 
 @dataclass(frozen=True, slots=True)

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Literal
 
-from compactbot.compression.message_hints import message_hints
+from compactbot.compression.message_hints import message_hints, states_rule
 
 MessageKind = Literal["message", "summary", "note"]
 
@@ -77,6 +77,15 @@ class NewMessage:
         """The hints to store: those given, else message_hints() of the form read back (an
         empty tool_calls list, say, is not read back)."""
         return self.hints if self.hints is not None else message_hints(self.to_openai())
+
+    def analysed(self) -> NewMessage:
+        """The row with its hints made, as they will be stored (once: the store reads them)."""
+        return self if self.hints is not None else replace(self, hints=self.stored_hints())
+
+    @property
+    def states_rule(self) -> bool:
+        """Whether its analysis read a chat rule in it (False until `analysed`)."""
+        return self.hints is not None and states_rule(self.hints)
 
 
 @dataclass(frozen=True, slots=True)

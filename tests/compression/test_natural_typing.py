@@ -11,7 +11,7 @@ import pytest
 from compactbot.compression import CompressorConfig, ContextCompressor
 from compactbot.compression.deterministic import deterministic_summary
 from compactbot.compression.extract import extract_update
-from compactbot.compression.features import message_features, states_rule
+from compactbot.compression.features import message_features
 from compactbot.compression.memory import MemoryEntry
 from compactbot.compression.message_hints import (
     FEATURELESS,
@@ -21,7 +21,9 @@ from compactbot.compression.message_hints import (
     SHOWN_FEATURELESS,
     SHOWN_LIGHT,
     SUMMARY_CLEAN,
+    VERSION_SHIFT,
     message_hints,
+    states_rule,
 )
 from compactbot.compression.summarizer import SummaryRequest
 from compactbot.compression.template import (
@@ -196,7 +198,7 @@ async def test_hints_stored_by_an_older_version_of_the_rules_vouch_for_nothing()
     session.insert(30, user("Bob", f"the deploy token is {KEY}"))
     # Stored before the rules changed: every fact bit claimed, no version stamp.
     claims = SUMMARY_CLEAN | FEATURELESS | SHOWN_FEATURELESS | PLAIN | SHOWN_AS_IS | SHOWN_LIGHT
-    assert message_hints(session[30]) >> 8 == RULES_VERSION != 0
+    assert message_hints(session[30]) >> VERSION_SHIFT == RULES_VERSION != 0
     compressor = ContextCompressor(SMALL, clock=FakeClock())
     result = await compressor.compress(session, force=True, hints=[claims] * len(session))
     assert result.outcome == "compressed", result.error
@@ -207,6 +209,10 @@ async def test_hints_stored_by_an_older_version_of_the_rules_vouch_for_nothing()
 
 
 @pytest.mark.parametrize("text", [*RULES, *PREFERENCES, *DECISIONS, *CHATTER])
-def test_states_rule_reads_the_kinds_message_features_reads(text: str) -> None:
+def test_the_stored_analysis_says_whether_a_members_message_states_a_rule(text: str) -> None:
     features = message_features(text, True)
-    assert states_rule(text) == any(found.kind == "rule" for found in features.candidates)
+    hints = message_hints({"role": "user", "content": f"[Bob] {text}"})
+    assert states_rule(hints) == any(found.kind == "rule" for found in features.candidates)
+    # The bot's words set no rule, and an analysis by older rules vouches for nothing.
+    assert not states_rule(message_hints({"role": "assistant", "content": text}))
+    assert not states_rule(hints & ~(RULES_VERSION << VERSION_SHIFT))

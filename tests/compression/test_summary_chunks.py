@@ -99,6 +99,7 @@ def test_hints_vouch_only_for_what_holds() -> None:
         SHOWN_LIGHT,
         SUMMARY_CLEAN,
         TOOL_MESSAGE,
+        VERSION_SHIFT,
     )
     from compactbot.compression.summary_input import BODY_LIMIT_CHARS
     from tests.compression.test_redact import SECRETS
@@ -112,7 +113,7 @@ def test_hints_vouch_only_for_what_holds() -> None:
         | CALLS_CLEAN
         | SHOWN_AS_IS
         | SHOWN_LIGHT
-        | RULES_VERSION << 8
+        | RULES_VERSION << VERSION_SHIFT
     )
     secret = message_hints({"role": "user", "content": f"[Bob] key {SECRETS['openai']}"})
     assert not secret & SUMMARY_CLEAN and not secret & SHOWN_AS_IS

@@ -6,18 +6,22 @@ import asyncio
 import dataclasses
 from pathlib import Path
 
+from compactbot.bot.events import InboundMessage
 from compactbot.bot.ingress.chat_order import ChatOrder
 from compactbot.bot.ingress.limits import RateLimiter, member_key
 from compactbot.bot.ingress.steps import (
+    Stored,
+    admin_in_update,
     allowed,
-    author_admin,
     deliver,
+    rule_authors,
     scope_user,
     stored_row,
 )
 from compactbot.bot.settings import chat_settings
 from compactbot.bot.settings.config import Config
 from compactbot.bot.store import SqliteStore
+from compactbot.compression.message_hints import message_hints
 from compactbot.compression.tokens import counter_for
 from tests.harness import RecordingAdapter, group_message
 
@@ -122,20 +126,45 @@ async def test_chat_order_serialises_one_chat_and_frees_idle_chats() -> None:
     assert order.chats_in_use == 0
 
 
-async def test_an_authors_admin_status_is_asked_of_the_platform_only_for_a_stated_rule() -> None:
+async def test_the_platform_is_asked_about_an_author_only_when_the_analysis_reads_a_rule(
+    tmp_path: Path,
+) -> None:
     asked: list[str] = []
+    passed: list[Stored] = []
 
-    async def platform_says_yes() -> bool:
-        asked.append("asked")
+    async def platform_says_yes(message: InboundMessage, _adapter: object) -> bool:
+        asked.append(message.text)
         return True
 
-    chatter = group_message("lunch was great today")
-    rule = group_message("Rule: nobody deploys on Fridays.")
-    assert await author_admin(chatter, platform_says_yes) is None
-    assert await author_admin(rule, platform_says_yes) is True
-    assert len(asked) == 1
-    known = dataclasses.replace(rule, is_admin=False)
-    assert await author_admin(known, platform_says_yes) is False
-    private = dataclasses.replace(rule, is_group=False)
-    assert await author_admin(private, platform_says_yes) is True
-    assert len(asked) == 1
+    async def next_step(stored: Stored) -> None:
+        passed.append(stored)
+
+    async with SqliteStore(tmp_path / "admins.db") as store:
+        step = rule_authors(store, platform_says_yes, next_step)
+
+        async def stored_admin(message: InboundMessage) -> bool | None:
+            delivery = deliver(
+                message,
+                RecordingAdapter(),
+                settings(),
+                COUNTER,
+                known_chat=False,
+                author_admin=admin_in_update(message),
+            )
+            [result] = await store.ingest([delivery.item])
+            assert result.session is not None and result.message_id is not None
+            await step(Stored(delivery, result.session, result.message_id, result.states_rule))
+            [row] = await store.load_messages(result.session.id, [result.message_id])
+            # The store analysed the row once, as it wrote it; the step read that analysis.
+            assert row.hints == message_hints(delivery.item.message.to_openai())
+            return row.author_admin
+
+        rule = "Rule: nobody deploys on Fridays."
+        assert await stored_admin(group_message("lunch was great today")) is None
+        assert await stored_admin(group_message(rule)) is True
+        assert asked == [rule]
+        said = dataclasses.replace(group_message("Rule: no memes in here."), is_admin=False)
+        assert await stored_admin(said) is False
+        private = dataclasses.replace(group_message("Rule: tabs, not spaces."), is_group=False)
+        assert await stored_admin(private) is True
+        assert asked == [rule] and len(passed) == 4

@@ -9,7 +9,12 @@ from compactbot.bot.store import NewMessage
 from compactbot.bot.store.backends import Store
 from compactbot.bot.store.base import IngestItem
 from compactbot.compression import CompressorConfig
-from compactbot.compression.message_hints import FEATURELESS, RULES_VERSION, message_hints
+from compactbot.compression.message_hints import (
+    FEATURELESS,
+    RULES_VERSION,
+    VERSION_SHIFT,
+    message_hints,
+)
 from compactbot.compression.tokens import counter_for
 from tests.store.conftest import ManualClock
 
@@ -107,7 +112,7 @@ async def test_compaction_passes_the_stored_hints(
         without = await _compacted(unknown, clock, unknown=True)
     # A false FEATURELESS of the current rules is believed: proof that compress() was given
     # the stored hints; the same claim from an older version of the rules is not.
-    forged_hints = 63 | FEATURELESS | RULES_VERSION << 8
+    forged_hints = 63 | FEATURELESS | RULES_VERSION << VERSION_SHIFT
     async with open_fresh_store() as forged:
         believed = await _compacted(forged, clock, forged=True, hints=forged_hints)
     async with open_fresh_store() as stale:

@@ -50,3 +50,17 @@ async def test_failed_batch_marks_nothing_processed_and_stores_nothing(
     assert [r.duplicate for r in results] == [False, False]
     session = await store.active_session("test:g1")
     assert [r.content for r in await store.load_active(session.id)] == ["[alice] a", "[alice] b"]
+
+
+async def test_ingest_says_which_rows_state_a_rule_and_an_authors_status_is_kept_later(
+    store: Store,
+) -> None:
+    results = await store.ingest(
+        [item("1", "[Ann] lunch was great"), item("2", "[Ann] Rule: nobody deploys on Fridays.")]
+    )
+    assert [r.states_rule for r in results] == [False, True]
+    rule = results[1]
+    assert rule.session is not None and rule.message_id is not None
+    await store.set_author_admin(rule.message_id, True)
+    [row] = await store.load_messages(rule.session.id, [rule.message_id])
+    assert row.author_admin is True

@@ -40,6 +40,7 @@ CHAIN = [
     "Gateway._language.<locals>.step",
     "settle.<locals>.step",
     "store.<locals>.step",
+    "rule_authors.<locals>.step",
     "Gateway._commands.<locals>.step",
     "Gateway._files_and_compaction.<locals>.step",
     "Gateway._answer",

@@ -67,6 +67,7 @@ class Appending:
     ) -> IngestResult:
         message_id = None
         if message is not None:
+            message = message.analysed()
             self.seq += 1
             message_id = int(
                 await conn.fetchval(
@@ -82,7 +83,8 @@ class Appending:
             active_messages=self.session.active_messages + self.messages,
             last_activity_at=now if self.messages else self.session.last_activity_at,
         )
-        return IngestResult(False, session, message_id)
+        stated = message is not None and message.states_rule
+        return IngestResult(False, session, message_id, states_rule=stated)
 
     async def flush(self, conn: PooledConnection, now: float) -> None:
         if self.messages:

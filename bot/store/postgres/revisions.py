@@ -126,6 +126,13 @@ class PostgresRevisions:
             if row["active"]:
                 await conn.execute(_ADJUST_SESSION_SQL, tokens - row["tokens"], 0, session_id)
 
+    async def set_author_admin(self, message_id: int, admin: bool) -> None:
+        """Whether its author is a chat admin, learnt after it was stored (SPEC 16)."""
+        async with self._db.transaction() as conn:
+            await conn.execute(
+                "UPDATE messages SET author_admin = $1 WHERE id = $2", admin, message_id
+            )
+
     async def message_revisions(self, message_id: int) -> list[str]:
         """Earlier texts of an edited message, oldest first."""
         found = await self._db.fetchall(

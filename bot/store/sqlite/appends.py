@@ -79,12 +79,13 @@ def ingest_batch(
                 ),
             )
         appending = _appending(conn, item, now, open_sessions)
-        index = appending.add(item.message)
-        pending.append((appending.snapshot(now), appending, index))
+        message = item.message.analysed() if item.message is not None else None
+        index = appending.add(message)
+        pending.append((appending.snapshot(now, message), appending, index))
     for appending in open_sessions.values():
         appending.flush(conn, now)
     results = [
-        IngestResult(False, result.session, appending.ids[index])
+        replace(result, message_id=appending.ids[index])
         if appending is not None and index >= 0
         else result
         for result, appending, index in pending
@@ -148,8 +149,8 @@ class _Appending:
         self.tokens += message.tokens
         return len(self.messages) - 1
 
-    def snapshot(self, now: float) -> IngestResult:
-        """The session as it stands after the rows queued so far."""
+    def snapshot(self, now: float, message: NewMessage | None) -> IngestResult:
+        """The session as it stands after the rows queued so far, `message` the last."""
         count = len(self.messages)
         session = replace(
             self.session,
@@ -157,7 +158,8 @@ class _Appending:
             active_messages=self.session.active_messages + count,
             last_activity_at=now if count else self.session.last_activity_at,
         )
-        return IngestResult(False, session, None)
+        stated = message is not None and message.states_rule
+        return IngestResult(False, session, None, states_rule=stated)
 
     def flush(self, conn: sqlite3.Connection, now: float) -> None:
         if not self.messages:

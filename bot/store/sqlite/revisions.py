@@ -106,6 +106,13 @@ class SqliteRevisions:
             if row["active"]:
                 await _adjust_session(conn, row["session_id"], tokens - row["tokens"], 0)
 
+    async def set_author_admin(self, message_id: int, admin: bool) -> None:
+        """Whether its author is a chat admin, learnt after it was stored (SPEC 16)."""
+        async with self._db.transaction() as conn:
+            await conn.execute(
+                "UPDATE messages SET author_admin = ? WHERE id = ?", (admin, message_id)
+            )
+
     async def message_revisions(self, message_id: int) -> list[str]:
         """Earlier texts of an edited message, oldest first."""
         found = await self._db.fetchall(
