@@ -196,7 +196,7 @@ def settle(
         message = arrival.message
         settings = await services.settings_for(message.chat_key, message.parent_chat_key)
         # A reply brings the message it answers, found in the archive if compacted long ago.
-        quote = await reply_quote(services.revisions, message) if message.reply_to else None
+        quote = await reply_quote(services.revisions, message)
         delivery = deliver(
             message,
             arrival.adapter,

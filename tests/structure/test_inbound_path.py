@@ -10,6 +10,7 @@ on that stack; a chain of steps that each call the next is.
 
 from __future__ import annotations
 
+import contextlib
 import re
 import sys
 from collections.abc import Iterator
@@ -92,6 +93,7 @@ class StackRecorder:
             self.stacks[key] = _stack(frame)
             self.functions[key] = _functions(frame)
 
+    @contextlib.contextmanager
     def recording(self) -> Iterator[None]:
         sys.setprofile(self)
         try:
@@ -114,13 +116,9 @@ async def test_an_update_reaches_its_row_and_the_model_across_at_most_7_files_ea
     tg = fake_telegram
     recorder = StackRecorder(STORE_CALLER, STORE, MODEL, QUEUED)
     async with serving(tmp_path, tg) as running:
-        recording = recorder.recording()
-        next(recording)
-        try:
+        with recorder.recording():
             tg.push_update(tg.group_message("hello there", mention_bot=True))
             await running.answered()
-        finally:
-            next(recording, None)
 
     stored = recorder.stacks[STORE_CALLER] + [
         f for f in recorder.stacks[STORE] if f not in recorder.stacks[STORE_CALLER]

@@ -81,7 +81,10 @@ def ingest_batch(
         appending = _appending(conn, item, now, open_sessions)
         message = item.message.analysed() if item.message is not None else None
         index = appending.add(message)
-        pending.append((appending.snapshot(now, message), appending, index))
+        result = appending.snapshot(now)
+        if message is not None and message.states_rule:
+            result = replace(result, states_rule=True)
+        pending.append((result, appending, index))
     for appending in open_sessions.values():
         appending.flush(conn, now)
     results = [
@@ -149,8 +152,8 @@ class _Appending:
         self.tokens += message.tokens
         return len(self.messages) - 1
 
-    def snapshot(self, now: float, message: NewMessage | None) -> IngestResult:
-        """The session as it stands after the rows queued so far, `message` the last."""
+    def snapshot(self, now: float) -> IngestResult:
+        """The session as it stands after the rows queued so far."""
         count = len(self.messages)
         session = replace(
             self.session,
@@ -158,8 +161,7 @@ class _Appending:
             active_messages=self.session.active_messages + count,
             last_activity_at=now if count else self.session.last_activity_at,
         )
-        stated = message is not None and message.states_rule
-        return IngestResult(False, session, None, states_rule=stated)
+        return IngestResult(False, session, None)
 
     def flush(self, conn: sqlite3.Connection, now: float) -> None:
         if not self.messages:
